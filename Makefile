@@ -1,0 +1,44 @@
+# The two commands a fresh machine needs are `make run` and `make test` (see README.md).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: setup run test unit integration e2e proto proto-check bench chaos clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Python 3.11 is required (py4swiss ships only a CPython 3.11 wheel)")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+proto: setup
+	$(BIN)/python proto/generate.py
+
+proto-check: setup
+	$(BIN)/python proto/generate.py --check
+
+run: setup
+	$(BIN)/arbiter up
+
+test: setup proto-check
+	$(BIN)/pytest
+
+unit: setup
+	$(BIN)/pytest tests/unit
+
+integration: setup
+	$(BIN)/pytest tests/integration
+
+e2e: setup
+	$(BIN)/pytest tests/e2e
+
+bench: setup
+	@for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf .arbiter .pytest_cache .hypothesis

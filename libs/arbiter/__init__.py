@@ -1,0 +1,1 @@
+"""Arbiter: the competition backend of a draughts play site."""

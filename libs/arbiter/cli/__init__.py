@@ -1,0 +1,1 @@
+"""The operator command line, `arbiter`."""

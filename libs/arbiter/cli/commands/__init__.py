@@ -1,0 +1,1 @@
+"""One module per `arbiter` subcommand; each defines `register(subparsers)`."""

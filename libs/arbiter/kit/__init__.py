@@ -1,0 +1,1 @@
+"""The service kit: settings, logs, metrics, Kafka, gRPC, PostgreSQL, Redis, outbox, timers."""

@@ -1,0 +1,80 @@
+"""PostgreSQL: one asyncpg pool per service on its own schema, and versioned migrations."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import asyncpg
+
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+_MIGRATION_FILE = re.compile(r"^\d{3}_[a-z0-9_]+\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One SQL file applied once, in version order, inside a transaction."""
+
+    version: str
+    sql: str
+
+
+def check_schema_name(schema: str) -> str:
+    """Return `schema` if it is a plain lower-case identifier (it is interpolated into SQL)."""
+    if not _SCHEMA_NAME.match(schema):
+        raise ValueError(f"schema name {schema!r} must match {_SCHEMA_NAME.pattern}")
+    return schema
+
+
+def migrations_in(folder: Path, prefix: str) -> list[Migration]:
+    """The `NNN_name.sql` files of `folder`, versioned as `prefix/NNN_name`."""
+    return [
+        Migration(f"{prefix}/{path.stem}", path.read_text())
+        for path in sorted(folder.iterdir())
+        if _MIGRATION_FILE.match(path.name)
+    ]
+
+
+def kit_migrations() -> list[Migration]:
+    """The kit's own tables (outbox, processed events, timers)."""
+    return migrations_in(Path(str(resources.files("arbiter.kit") / "migrations")), "kit")
+
+
+async def _init_connection(connection: asyncpg.Connection) -> None:
+    await connection.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+    await connection.set_type_codec("json", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+async def create_pool(dsn: str, schema: str, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+    """A pool whose connections see `schema` first on their search path."""
+    check_schema_name(schema)
+    return await asyncpg.create_pool(
+        dsn, min_size=min_size, max_size=max_size, init=_init_connection,
+        server_settings={"search_path": f"{schema},public", "application_name": f"arbiter-{schema}"},
+    )
+
+
+async def migrate(pool: asyncpg.Pool, schema: str, migrations: list[Migration]) -> list[str]:
+    """Apply the kit's and then `migrations` not yet applied to `schema`; return the versions applied."""
+    check_schema_name(schema)
+    applied_now: list[str] = []
+    async with pool.acquire() as connection, connection.transaction():
+        # Replicas starting together must not race on the same migration.
+        await connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"arbiter-migrate:{schema}")
+        await connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        await connection.execute(f'SET LOCAL search_path TO "{schema}", public')
+        await connection.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {row["version"] for row in await connection.fetch("SELECT version FROM schema_migrations")}
+        for migration in [*kit_migrations(), *migrations]:
+            if migration.version in done:
+                continue
+            await connection.execute(migration.sql)
+            await connection.execute("INSERT INTO schema_migrations (version) VALUES ($1)", migration.version)
+            applied_now.append(migration.version)
+    return applied_now

@@ -1,0 +1,57 @@
+"""Errors a service raises for a caller; the gRPC layer turns each into its status code."""
+
+from __future__ import annotations
+
+import grpc
+
+
+class ServiceError(Exception):
+    """A refusal with a message written for people; nothing was changed."""
+
+    code: grpc.StatusCode = grpc.StatusCode.UNKNOWN
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidArgument(ServiceError):
+    """The request itself is wrong, whatever the state."""
+
+    code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class FailedPrecondition(ServiceError):
+    """The request is well formed but the current state does not allow it."""
+
+    code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class NotFound(ServiceError):
+    """The named thing does not exist."""
+
+    code = grpc.StatusCode.NOT_FOUND
+
+
+class AlreadyExists(ServiceError):
+    """The thing to create exists already."""
+
+    code = grpc.StatusCode.ALREADY_EXISTS
+
+
+class PermissionDenied(ServiceError):
+    """The acting player may not do this."""
+
+    code = grpc.StatusCode.PERMISSION_DENIED
+
+
+class Unauthenticated(ServiceError):
+    """The caller did not prove who it is."""
+
+    code = grpc.StatusCode.UNAUTHENTICATED
+
+
+class ResourceExhausted(ServiceError):
+    """A limit was reached; retry later."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED

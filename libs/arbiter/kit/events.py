@@ -1,0 +1,104 @@
+"""The topic registry: which protobuf message travels on which topic, keyed by which field."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from arbiter.contracts import events_pb2 as ev
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A Kafka topic carrying one event type, keyed by its aggregate id."""
+
+    name: str
+    message: type[Message]
+    key_field: str
+
+    def key_of(self, event: Message) -> str:
+        """The record key: the event's aggregate id."""
+        return str(getattr(event, self.key_field))
+
+    def decode(self, payload: bytes) -> Message:
+        """Parse a record value into this topic's message."""
+        event = self.message()
+        event.ParseFromString(payload)
+        return event
+
+
+GAME_REQUESTED = Topic("game.requested", ev.GameRequested, "game_id")
+GAME_STARTED = Topic("game.started", ev.GameStarted, "game_id")
+MOVE_MADE = Topic("game.move_made", ev.MoveMade, "game_id")
+PRESENCE_CHANGED = Topic("game.presence_changed", ev.PlayerPresenceChanged, "game_id")
+GAME_FINISHED = Topic("game.finished", ev.GameFinished, "game_id")
+GAME_ABANDONED = Topic("game.abandoned", ev.GameAbandoned, "game_id")
+CLOCK_FLAGGED = Topic("clock.flagged", ev.ClockFlagged, "game_id")
+CLOCK_STATE = Topic("clock.state", ev.ClockState, "game_id")
+BOOST_TAKEN = Topic("arena.boost_taken", ev.BoostTaken, "game_id")
+TOURNAMENT_CREATED = Topic("tournament.created", ev.TournamentCreated, "tournament_id")
+TOURNAMENT_STARTED = Topic("tournament.started", ev.TournamentStarted, "tournament_id")
+ROUND_PAIRED = Topic("tournament.round_paired", ev.RoundPaired, "tournament_id")
+TOURNAMENT_FINISHED = Topic("tournament.finished", ev.TournamentFinished, "tournament_id")
+TOURNAMENT_CANCELLED = Topic("tournament.cancelled", ev.TournamentCancelled, "tournament_id")
+ARENA_CREATED = Topic("arena.created", ev.ArenaCreated, "arena_id")
+ARENA_FINISHED = Topic("arena.finished", ev.ArenaFinished, "arena_id")
+RATING_UPDATED = Topic("rating.updated", ev.RatingUpdated, "player_id")
+
+ALL_TOPICS: tuple[Topic, ...] = (
+    GAME_REQUESTED, GAME_STARTED, MOVE_MADE, PRESENCE_CHANGED, GAME_FINISHED, GAME_ABANDONED,
+    CLOCK_FLAGGED, CLOCK_STATE, BOOST_TAKEN, TOURNAMENT_CREATED, TOURNAMENT_STARTED, ROUND_PAIRED,
+    TOURNAMENT_FINISHED, TOURNAMENT_CANCELLED, ARENA_CREATED, ARENA_FINISHED, RATING_UPDATED,
+)
+_BY_NAME = {topic.name: topic for topic in ALL_TOPICS}
+_BY_MESSAGE = {topic.message: topic for topic in ALL_TOPICS}
+
+
+class UnknownTopicError(ValueError):
+    """No topic is registered for that name or message type."""
+
+
+def topic_named(name: str) -> Topic:
+    """The registered topic called `name`."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise UnknownTopicError(f"unknown topic {name!r}") from None
+
+
+def topic_of(event: Message) -> Topic:
+    """The registered topic for the type of `event`."""
+    try:
+        return _BY_MESSAGE[type(event)]
+    except KeyError:
+        raise UnknownTopicError(f"no topic carries {type(event).__name__}") from None
+
+
+def new_event_id() -> str:
+    """A fresh, globally unique event id."""
+    return uuid.uuid4().hex
+
+
+def timestamp(instant: datetime) -> Timestamp:
+    """A protobuf Timestamp for an aware datetime."""
+    stamp = Timestamp()
+    stamp.FromDatetime(instant)
+    return stamp
+
+
+def stamp_meta(event: Message, producer: str, occurred_at: datetime, causation_id: str = "") -> Message:
+    """Fill `event.meta` (event id, time, producer) unless an event id is already set."""
+    meta = event.meta  # type: ignore[attr-defined]
+    if not meta.event_id:
+        meta.event_id = new_event_id()
+    if not meta.HasField("occurred_at"):
+        meta.occurred_at.CopyFrom(timestamp(occurred_at))
+    if not meta.producer:
+        meta.producer = producer
+    if causation_id and not meta.causation_id:
+        meta.causation_id = causation_id
+    return event

@@ -1,0 +1,142 @@
+"""The grpc.aio server of a service: error mapping, metrics, health and reflection."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from arbiter.kit.errors import ServiceError
+from arbiter.kit.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+_CLIENT_ERRORS = {
+    grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED,
+    grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.OUT_OF_RANGE,
+}
+
+
+@dataclass(frozen=True)
+class GrpcService:
+    """One gRPC service to serve: its full name (for health and reflection) and how to add it."""
+
+    full_name: str
+    add_to_server: Callable[[grpc.aio.Server], None]
+
+
+class _Call:
+    """Maps exceptions to status codes and records the outcome of one call."""
+
+    def __init__(self, metrics: Metrics, method: str) -> None:
+        self.metrics = metrics
+        self.method = method
+        self.started = time.perf_counter()
+
+    async def fail(self, error: Exception, context: grpc.aio.ServicerContext) -> None:
+        if isinstance(error, ServiceError):
+            await context.abort(error.code, error.message)
+        if isinstance(error, ValueError):
+            # The pure rules raise XxxError(ValueError) with messages written for people.
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+        self.metrics.errors.labels(self.metrics.service, "grpc").inc()
+        log.exception("unexpected error in %s", self.method)
+        await context.abort(grpc.StatusCode.INTERNAL, "internal error; it has been logged")
+
+    def done(self, context: grpc.aio.ServicerContext) -> None:
+        code = context.code() or grpc.StatusCode.OK
+        if isinstance(code, int):
+            code = next((c for c in grpc.StatusCode if c.value[0] == code), grpc.StatusCode.UNKNOWN)
+        service = self.metrics.service
+        self.metrics.grpc_requests.labels(service, self.method, code.name).inc()
+        self.metrics.grpc_latency.labels(service, self.method).observe(time.perf_counter() - self.started)
+        if code in _CLIENT_ERRORS:
+            self.metrics.refused_calls.labels(service, self.method, code.name).inc()
+            log.info("refused %s: %s", self.method, code.name, extra={"details": context.details()})
+
+
+class ServiceInterceptor(grpc.aio.ServerInterceptor):
+    """Turns ServiceError/ValueError into status codes with their message, and times every call."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    async def intercept_service(self, continuation: Any, handler_call_details: Any) -> Any:
+        """Wrap unary-unary and unary-stream handlers."""
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        method = handler_call_details.method.rsplit("/", 1)[-1]
+        metrics = self.metrics
+        if handler.unary_unary is not None:
+            inner = handler.unary_unary
+
+            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                call = _Call(metrics, method)
+                try:
+                    return await inner(request, context)
+                except grpc.aio.AbortError:
+                    raise
+                except Exception as error:
+                    await call.fail(error, context)
+                finally:
+                    call.done(context)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary, request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            inner_stream = handler.unary_stream
+
+            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                call = _Call(metrics, method)
+                try:
+                    async for response in inner_stream(request, context):
+                        yield response
+                except grpc.aio.AbortError:
+                    raise
+                except Exception as error:
+                    await call.fail(error, context)
+                finally:
+                    call.done(context)
+
+            return grpc.unary_stream_rpc_method_handler(
+                unary_stream, request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+
+async def start_grpc_server(
+    host: str, port: int, services: Sequence[GrpcService], metrics: Metrics,
+    max_message_bytes: int = 1 << 20,
+) -> tuple[grpc.aio.Server, health.aio.HealthServicer, int]:
+    """Start a server with `services`, health and reflection; return it, its health servicer and its port."""
+    server = grpc.aio.server(
+        interceptors=[ServiceInterceptor(metrics)],
+        options=[
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_send_message_length", 16 * max_message_bytes),
+        ],
+    )
+    for service in services:
+        service.add_to_server(server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    names = [s.full_name for s in services]
+    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot bind gRPC on {host}:{port}")
+    await server.start()
+    for name in ["", *names]:
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return server, health_servicer, bound

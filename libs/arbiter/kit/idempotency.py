@@ -1,0 +1,33 @@
+"""Idempotent consumers: an event's id is stored in the same transaction as its effect."""
+
+from __future__ import annotations
+
+import asyncpg
+
+
+async def first_delivery(connection: asyncpg.Connection, consumer: str, event_id: str) -> bool:
+    """Record `event_id` for `consumer`; False when it was processed before (skip the effect).
+
+    Call inside the transaction that applies the effect, so the record and the effect
+    commit or roll back together.
+    """
+    if not event_id:
+        raise ValueError(f"{consumer}: event without an event id cannot be deduplicated")
+    inserted = await connection.fetchval(
+        "INSERT INTO processed_events (consumer, event_id) VALUES ($1, $2)"
+        " ON CONFLICT DO NOTHING RETURNING 1",
+        consumer, event_id,
+    )
+    return inserted is not None
+
+
+async def first_deliveries(connection: asyncpg.Connection, consumer: str, event_ids: list[str]) -> set[str]:
+    """Record a batch of event ids; return those seen for the first time."""
+    if any(not event_id for event_id in event_ids):
+        raise ValueError(f"{consumer}: event without an event id cannot be deduplicated")
+    rows = await connection.fetch(
+        "INSERT INTO processed_events (consumer, event_id)"
+        " SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING RETURNING event_id",
+        consumer, list(dict.fromkeys(event_ids)),
+    )
+    return {row["event_id"] for row in rows}

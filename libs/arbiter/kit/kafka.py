@@ -1,0 +1,152 @@
+"""Kafka through FastStream: the broker, protobuf-decoding subscribers, topics, lag, outbox publishing."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+from faststream import AckPolicy
+from faststream.kafka import KafkaBroker
+from faststream.kafka.prometheus import KafkaPrometheusMiddleware
+from google.protobuf.message import Message
+
+from arbiter.kit.events import ALL_TOPICS, Topic
+from arbiter.kit.metrics import Metrics
+from arbiter.kit.outbox import OutboxRecord
+from arbiter.kit.settings import KitSettings
+
+log = logging.getLogger(__name__)
+
+# What a handler reports back: "handled", "duplicate" or "ignored" (counted per topic).
+Outcome = str
+SingleHandler = Callable[[Message], Awaitable[Outcome | None]]
+BatchHandler = Callable[[list[Message]], Awaitable[Outcome | None]]
+# A failing handler is retried from the same offset; the pause keeps a poison event from spinning.
+RETRY_PAUSE_SECONDS = 0.5
+
+
+def make_broker(settings: KitSettings, service: str, metrics: Metrics) -> KafkaBroker:
+    """A FastStream Kafka broker for `service` with Prometheus middleware on its registry."""
+    return KafkaBroker(
+        settings.kafka_bootstrap_servers,
+        client_id=f"arbiter-{service}",
+        serializer=None,
+        middlewares=[KafkaPrometheusMiddleware(registry=metrics.registry, app_name=f"arbiter-{service}")],
+        request_timeout_ms=30_000,
+        logger=logging.getLogger(f"arbiter.{service}.kafka"),
+    )
+
+
+def _decoder(topic: Topic) -> Callable[[Any], Awaitable[Any]]:
+    async def decode(message: Any) -> Any:
+        if isinstance(message.body, list):
+            return [topic.decode(body) for body in message.body]
+        return topic.decode(message.body)
+
+    return decode
+
+
+def subscribe(
+    broker: KafkaBroker, settings: KitSettings, metrics: Metrics, topic: Topic, group_id: str,
+    handler: SingleHandler | BatchHandler, *, batch: bool = False, max_records: int = 500,
+) -> Any:
+    """Consume `topic` in consumer group `group_id`, committing only after `handler` succeeded.
+
+    The handler must be idempotent (see `arbiter.kit.idempotency`): after a crash the
+    events since the last commit are delivered again.
+    """
+    service = metrics.service
+
+    async def on_message(body: Any) -> None:
+        started = time.perf_counter()
+        try:
+            outcome = await handler(body) or "handled"
+        except Exception:
+            metrics.events_consumed.labels(service, topic.name, "error").inc(len(body) if batch else 1)
+            log.exception("handler failed; the event will be delivered again", extra={"topic": topic.name})
+            await asyncio.sleep(RETRY_PAUSE_SECONDS)
+            raise
+        metrics.handler_latency.labels(service, topic.name).observe(time.perf_counter() - started)
+        metrics.events_consumed.labels(service, topic.name, outcome).inc(len(body) if batch else 1)
+
+    options: dict[str, Any] = {
+        "group_id": group_id,
+        "ack_policy": AckPolicy.NACK_ON_ERROR,
+        "auto_offset_reset": "earliest",
+        "session_timeout_ms": settings.kafka_session_timeout_ms,
+        "heartbeat_interval_ms": settings.kafka_heartbeat_interval_ms,
+        "decoder": _decoder(topic),
+        "title": f"{group_id}:{topic.name}",
+        "description": f"{topic.message.DESCRIPTOR.full_name} consumed by {group_id}",
+    }
+    if batch:
+        options.update(batch=True, max_records=max_records, batch_timeout_ms=50)
+    subscriber = broker.subscriber(topic.name, **options)
+    subscriber(on_message)
+    return subscriber
+
+
+def outbox_publisher(broker: KafkaBroker) -> Callable[[Sequence[OutboxRecord]], Awaitable[None]]:
+    """Publish outbox records with their key and event headers, waiting for every acknowledgement."""
+
+    async def publish(records: Sequence[OutboxRecord]) -> None:
+        await asyncio.gather(*(
+            broker.publish(
+                record.payload, topic=record.topic, key=record.key.encode(),
+                headers={"event-id": record.event_id, "event-type": record.event_type},
+            )
+            for record in records
+        ))
+
+    return publish
+
+
+async def ensure_topics(bootstrap_servers: str, partitions: int, topics: Sequence[Topic] = ALL_TOPICS) -> None:
+    """Create the topics that do not exist yet (idempotent, safe with replicas starting together)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=30_000)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        missing = [NewTopic(t.name, num_partitions=partitions, replication_factor=1) for t in topics
+                   if t.name not in existing]
+        if missing:
+            try:
+                await admin.create_topics(missing)
+            except TopicAlreadyExistsError:
+                pass
+    finally:
+        await admin.close()
+
+
+async def sample_consumer_lag(broker: KafkaBroker, metrics: Metrics) -> None:
+    """Set the lag gauge of every partition assigned to this process's subscribers."""
+    for subscriber in broker.subscribers:
+        consumer = getattr(subscriber, "consumer", None)
+        if consumer is None:
+            continue
+        for partition in consumer.assignment():
+            end = consumer.highwater(partition)
+            if end is None:
+                continue
+            position = await consumer.position(partition)
+            metrics.consumer_lag.labels(metrics.service, partition.topic, str(partition.partition)).set(
+                max(0, end - position)
+            )
+
+
+async def run_lag_monitor(broker: KafkaBroker, metrics: Metrics, stop: asyncio.Event, every: float = 5.0) -> None:
+    """Sample consumer lag until `stop` is set."""
+    while not stop.is_set():
+        try:
+            await sample_consumer_lag(broker, metrics)
+        except Exception as error:  # the gauge is best effort; never take the service down for it
+            log.debug("lag sample failed", extra={"error": repr(error)})
+        try:
+            await asyncio.wait_for(stop.wait(), every)
+        except TimeoutError:
+            pass

@@ -1,0 +1,73 @@
+"""Prometheus metrics of one service: an explicit registry, the kit's standard series, /metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    """The standard series every service exports, plus a registry for its own."""
+
+    def __init__(self, service: str) -> None:
+        self.service = service
+        self.registry = CollectorRegistry()
+        self.grpc_requests = Counter(
+            "arbiter_grpc_requests_total", "gRPC calls by method and status code",
+            ["service", "method", "code"], registry=self.registry,
+        )
+        self.grpc_latency = Histogram(
+            "arbiter_grpc_request_seconds", "gRPC handler latency", ["service", "method"],
+            buckets=LATENCY_BUCKETS, registry=self.registry,
+        )
+        self.events_consumed = Counter(
+            "arbiter_events_consumed_total",
+            "Events consumed by outcome (handled, duplicate, ignored, error)",
+            ["service", "topic", "outcome"], registry=self.registry,
+        )
+        self.handler_latency = Histogram(
+            "arbiter_event_handler_seconds", "Event handler latency", ["service", "topic"],
+            buckets=LATENCY_BUCKETS, registry=self.registry,
+        )
+        self.events_published = Counter(
+            "arbiter_events_published_total", "Events published to Kafka", ["service", "topic"],
+            registry=self.registry,
+        )
+        self.outbox_pending = Gauge(
+            "arbiter_outbox_pending", "Outbox events not yet published", ["service"], registry=self.registry,
+        )
+        self.consumer_lag = Gauge(
+            "arbiter_consumer_lag", "Records between the committed position and the partition end",
+            ["service", "topic", "partition"], registry=self.registry,
+        )
+        self.errors = Counter(
+            "arbiter_errors_total", "Unexpected errors by kind", ["service", "kind"], registry=self.registry,
+        )
+        self.timers_fired = Counter(
+            "arbiter_timers_fired_total", "Stored timers fired", ["service", "kind"], registry=self.registry,
+        )
+        self.refused_calls = Counter(
+            "arbiter_refused_calls_total", "Calls refused with a client error", ["service", "method", "code"],
+            registry=self.registry,
+        )
+
+    def counter(self, name: str, documentation: str, labels: tuple[str, ...] = ()) -> Counter:
+        """A service-specific counter with the `service` label first."""
+        return Counter(name, documentation, ["service", *labels], registry=self.registry)
+
+    def gauge(self, name: str, documentation: str, labels: tuple[str, ...] = ()) -> Gauge:
+        """A service-specific gauge with the `service` label first."""
+        return Gauge(name, documentation, ["service", *labels], registry=self.registry)
+
+    def histogram(
+        self, name: str, documentation: str, labels: tuple[str, ...] = (), buckets: tuple[float, ...] = LATENCY_BUCKETS
+    ) -> Histogram:
+        """A service-specific histogram with the `service` label first."""
+        return Histogram(name, documentation, ["service", *labels], buckets=buckets, registry=self.registry)
+
+    def serve(self, host: str, port: int) -> tuple[Any, Any]:
+        """Start the /metrics HTTP endpoint in a daemon thread; returns (server, thread)."""
+        return start_http_server(port, addr=host, registry=self.registry)

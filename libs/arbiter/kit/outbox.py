@@ -1,0 +1,128 @@
+"""Transactional outbox: events are saved with the state change, then relayed to Kafka."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import asyncpg
+from google.protobuf.message import Message
+
+from arbiter.kit.events import stamp_meta, topic_of
+from arbiter.kit.metrics import Metrics
+from arbiter.kit.timesource import TimeSource
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OutboxRecord:
+    """One saved event waiting to be published."""
+
+    id: int
+    topic: str
+    key: str
+    payload: bytes
+    event_id: str
+    event_type: str
+
+
+Publisher = Callable[[Sequence[OutboxRecord]], Awaitable[None]]
+
+
+class Outbox:
+    """Adds events to the outbox table inside the caller's transaction."""
+
+    def __init__(self, producer: str, time_source: TimeSource) -> None:
+        self.producer = producer
+        self.time_source = time_source
+
+    async def add(self, connection: asyncpg.Connection, *events: Message, causation_id: str = "") -> None:
+        """Save `events` (meta stamped) in the transaction `connection` is in."""
+        rows = []
+        for event in events:
+            topic = topic_of(event)
+            stamp_meta(event, self.producer, self.time_source.now(), causation_id)
+            rows.append((
+                topic.name, topic.key_of(event), event.SerializeToString(),
+                event.meta.event_id, event.DESCRIPTOR.full_name,  # type: ignore[attr-defined]
+            ))
+        if rows:
+            await connection.executemany(
+                "INSERT INTO outbox (topic, key, payload, event_id, event_type) VALUES ($1, $2, $3, $4, $5)", rows
+            )
+
+
+class OutboxRelay:
+    """Publishes saved events in order and deletes them once Kafka has acknowledged them.
+
+    A crash between publish and delete publishes again on restart: delivery is
+    at-least-once and consumers deduplicate on the event id.
+    """
+
+    def __init__(
+        self, pool: asyncpg.Pool, schema: str, publish: Publisher, metrics: Metrics,
+        batch_size: int = 1000, poll_seconds: float = 0.5,
+    ) -> None:
+        self.pool = pool
+        self.schema = schema
+        self.publish = publish
+        self.metrics = metrics
+        self.batch_size = batch_size
+        self.poll_seconds = poll_seconds
+        self._wake = asyncio.Event()
+
+    async def relay_once(self) -> int:
+        """Publish one batch; return how many events went out."""
+        async with self.pool.acquire() as connection, connection.transaction():
+            # One relay per schema at a time keeps the per-key order of the table on Kafka.
+            locked = await connection.fetchval(
+                "SELECT pg_try_advisory_xact_lock(hashtext($1))", f"arbiter-outbox:{self.schema}"
+            )
+            if not locked:
+                return 0
+            rows = await connection.fetch(
+                "SELECT id, topic, key, payload, event_id, event_type FROM outbox ORDER BY id LIMIT $1",
+                self.batch_size,
+            )
+            if not rows:
+                self.metrics.outbox_pending.labels(self.metrics.service).set(0)
+                return 0
+            records = [OutboxRecord(**dict(row)) for row in rows]
+            await self.publish(records)
+            await connection.execute("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [r.id for r in records])
+        for record in records:
+            self.metrics.events_published.labels(self.metrics.service, record.topic).inc()
+        return len(records)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Relay until `stop` is set, woken by NOTIFY on insert or by polling."""
+        listener = await self.pool.acquire()
+        channel = f"{self.schema}_outbox"
+        try:
+            await listener.add_listener(channel, self._notified)
+            while not stop.is_set():
+                try:
+                    sent = await self.relay_once()
+                except (OSError, asyncpg.PostgresError, asyncio.TimeoutError) as error:
+                    self.metrics.errors.labels(self.metrics.service, "outbox_relay").inc()
+                    log.warning("outbox relay failed, retrying", extra={"error": repr(error)})
+                    sent = 0
+                    await asyncio.sleep(self.poll_seconds)
+                if sent == self.batch_size:
+                    continue
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
+                except TimeoutError:
+                    pass
+        finally:
+            try:
+                await listener.remove_listener(channel, self._notified)
+            finally:
+                await self.pool.release(listener)
+
+    def _notified(self, *_: object) -> None:
+        self._wake.set()

@@ -1,0 +1,129 @@
+"""Running one service: connect, migrate, serve gRPC and /metrics, consume, relay, shut down cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+import redis.asyncio as aioredis
+from faststream.kafka import KafkaBroker
+
+from arbiter.kit.db import create_pool, migrate, migrations_in
+from arbiter.kit.grpcserver import GrpcService, start_grpc_server
+from arbiter.kit.kafka import ensure_topics, make_broker, outbox_publisher, run_lag_monitor
+from arbiter.kit.metrics import Metrics
+from arbiter.kit.outbox import Outbox, OutboxRelay
+from arbiter.kit.settings import KitSettings
+from arbiter.kit.timesource import TimeSource
+
+log = logging.getLogger(__name__)
+
+BackgroundTask = Callable[[asyncio.Event], Awaitable[None]]
+
+
+@dataclass
+class Infrastructure:
+    """The clients one service holds, created by `connect` and closed by `close`."""
+
+    service: str
+    settings: KitSettings
+    metrics: Metrics
+    time_source: TimeSource
+    pool: asyncpg.Pool
+    redis: aioredis.Redis
+    broker: KafkaBroker
+    outbox: Outbox
+
+    async def close(self) -> None:
+        """Close every client (the broker is stopped by the runtime)."""
+        await self.pool.close()
+        await self.redis.aclose()
+
+
+async def connect(settings: KitSettings, service: str, migrations_dir: Path) -> Infrastructure:
+    """Create the pool (schema = service), apply migrations, ensure topics, build broker and outbox."""
+    metrics = Metrics(service)
+    time_source = TimeSource(settings.time_scale, settings.time_origin)
+    pool = await create_pool(settings.database_url, service, settings.db_pool_min, settings.db_pool_max)
+    applied = await migrate(pool, service, migrations_in(migrations_dir, service))
+    if applied:
+        log.info("migrations applied", extra={"versions": applied})
+    await ensure_topics(settings.kafka_bootstrap_servers, settings.kafka_partitions)
+    redis_client = aioredis.from_url(settings.redis_url, decode_responses=False)
+    broker = make_broker(settings, service, metrics)
+    return Infrastructure(
+        service=service, settings=settings, metrics=metrics, time_source=time_source, pool=pool,
+        redis=redis_client, broker=broker, outbox=Outbox(service, time_source),
+    )
+
+
+@dataclass
+class ServiceRuntime:
+    """Serves one service until SIGINT/SIGTERM or `stop`, then shuts down in order."""
+
+    infra: Infrastructure
+    grpc_services: Sequence[GrpcService]
+    background: Sequence[BackgroundTask] = field(default_factory=tuple)
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Start everything, wait for the stop signal, stop everything."""
+        infra = self.infra
+        settings = infra.settings
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        metrics_server, metrics_thread = infra.metrics.serve(settings.metrics_host, settings.metrics_port)
+        await infra.broker.start()
+        server, health_servicer, port = await start_grpc_server(
+            settings.grpc_host, settings.grpc_port, self.grpc_services, infra.metrics
+        )
+        relay = OutboxRelay(infra.pool, infra.service, outbox_publisher(infra.broker), infra.metrics)
+        tasks = [
+            asyncio.create_task(self._guard(task, stop), name=getattr(task, "__qualname__", "task"))
+            for task in (relay.run, lambda s: run_lag_monitor(infra.broker, infra.metrics, s), *self.background)
+        ]
+        log.info(
+            "service ready",
+            extra={"grpc": f"{settings.grpc_host}:{port}",
+                   "metrics": f"http://{settings.metrics_host}:{metrics_server.server_port}/metrics"},
+        )
+        try:
+            await stop.wait()
+        finally:
+            log.info("shutting down")
+            await health_servicer.enter_graceful_shutdown()
+            await server.stop(settings.grpc_grace_seconds)
+            done, pending = await asyncio.wait(tasks, timeout=5)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            await infra.broker.stop()
+            await infra.close()
+            metrics_server.shutdown()
+            metrics_thread.join(timeout=2)
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+        failed = [t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None]
+        if failed:
+            raise SystemExit(f"{infra.service}: background task {failed[0].get_name()} failed")
+
+    @staticmethod
+    async def _guard(task: BackgroundTask, stop: asyncio.Event) -> None:
+        try:
+            await task(stop)
+        except Exception:
+            # A dead background loop must not leave a half-working service behind.
+            log.exception("background task failed; stopping the service")
+            stop.set()
+            raise
+
+
+def run_service(main: Callable[[], Awaitable[None]]) -> None:
+    """Run a service's async main; Ctrl-C and SIGTERM end it cleanly."""
+    asyncio.run(main())

@@ -1,0 +1,56 @@
+"""Settings from environment variables, one class per service, failing fast on missing values."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TypeVar
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class KitSettings(BaseSettings):
+    """What every service needs: infrastructure addresses, ports, time scale, logging."""
+
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore", case_sensitive=False)
+
+    kafka_bootstrap_servers: str = Field(description="Kafka bootstrap servers, host:port[,host:port]")
+    redis_url: str = Field(description="redis://host:port/db")
+    database_url: str = Field(description="postgresql://user@host:port/db")
+    grpc_host: str = "127.0.0.1"
+    grpc_port: int = Field(ge=0, le=65535)
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = Field(ge=0, le=65535)
+    log_level: str = "INFO"
+    # Tests and the demo play hours of competition time in minutes; every process
+    # of one system must share TIME_SCALE and TIME_ORIGIN to agree on "now".
+    time_scale: float = Field(default=1.0, gt=0)
+    time_origin: datetime | None = None
+    # tansu answers a JoinGroup after half the session timeout: short in tests and dev.
+    kafka_session_timeout_ms: int = Field(default=6000, ge=1000)
+    kafka_heartbeat_interval_ms: int = Field(default=1000, ge=100)
+    kafka_partitions: int = Field(default=4, ge=1)
+    db_pool_min: int = Field(default=1, ge=1)
+    db_pool_max: int = Field(default=10, ge=1)
+    grpc_grace_seconds: float = Field(default=5.0, ge=0)
+
+
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
+
+class SettingsError(SystemExit):
+    """Raised when the environment does not hold valid settings; exits with a readable message."""
+
+
+def load_settings(settings_class: type[SettingsT], **overrides: object) -> SettingsT:
+    """Read `settings_class` from the environment, or exit naming each missing or bad variable."""
+    try:
+        return settings_class(**overrides)  # type: ignore[arg-type]
+    except ValidationError as error:
+        problems = []
+        for issue in error.errors():
+            name = "_".join(str(part) for part in issue["loc"]).upper()
+            problems.append(f"  {name}: {issue['msg']}")
+        raise SettingsError(
+            f"{settings_class.__name__}: invalid or missing environment variables:\n" + "\n".join(problems)
+        ) from None

@@ -1,0 +1,1 @@
+"""The five Arbiter services; each folder has one composition root, `main.py`."""

@@ -1,0 +1,1 @@
+"""Arena service: continuous re-pairing, cooldowns, streaks, boost, leaderboards (SPEC AR-1..AR-6)."""

