@@ -57,7 +57,9 @@ async def create_pool(dsn: str, schema: str, min_size: int = 1, max_size: int = 
     )
 
 
-async def migrate(pool: asyncpg.Pool, schema: str, migrations: list[Migration]) -> list[str]:
+async def migrate(
+    pool: asyncpg.Pool, schema: str, migrations: list[Migration], *, with_kit_tables: bool = True
+) -> list[str]:
     """Apply the kit's and then `migrations` not yet applied to `schema`; return the versions applied."""
     check_schema_name(schema)
     applied_now: list[str] = []
@@ -71,7 +73,7 @@ async def migrate(pool: asyncpg.Pool, schema: str, migrations: list[Migration]) 
             " version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
         )
         done = {row["version"] for row in await connection.fetch("SELECT version FROM schema_migrations")}
-        for migration in [*kit_migrations(), *migrations]:
+        for migration in [*(kit_migrations() if with_kit_tables else []), *migrations]:
             if migration.version in done:
                 continue
             await connection.execute(migration.sql)
