@@ -7,13 +7,14 @@ import os
 import shutil
 import signal
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from arbiter.devstack.infra import EmbeddedPostgres, create_database, postgres_reachable, start_redis, start_tansu
 from arbiter.devstack.processes import free_port
+from arbiter.devstack.stack import SERVICE_NAMES, SystemStack
 
 # "long" is for the thousands-of-examples runs reported in issue notes:
 #   HYPOTHESIS_PROFILE=long .venv/bin/pytest tests/unit
@@ -131,3 +132,32 @@ def pytest_report_header(config: pytest.Config) -> str:
                for name in ("KAFKA_BOOTSTRAP_SERVERS", "REDIS_URL", "DATABASE_URL")]
     return "infrastructure: " + ", ".join(sources) + f"; docker engine: {_docker_engine()}"
 
+
+
+@pytest.fixture
+def start_system(
+    infra_env: dict[str, str], tmp_path: pytest.TempPathFactory
+) -> Iterator[Callable[..., SystemStack]]:
+    """Start service processes on the session's infrastructure; every one is stopped after the test.
+
+    `start_system(("rating",), time_scale=60, extra_env={...})` returns the SystemStack
+    (addresses in `.services[name]`, `kill_service`, `start_service`, `wait_serving`).
+    """
+    stacks: list[SystemStack] = []
+
+    def start(
+        names: Iterable[str] = SERVICE_NAMES, *, time_scale: float = 1.0, extra_env: Mapping[str, str] | None = None
+    ) -> SystemStack:
+        stack = SystemStack(
+            tmp_path / f"system-{len(stacks)}", time_scale=time_scale, free_ports=True,
+            environ={**os.environ, **infra_env}, extra_env=dict(extra_env or {}), say=lambda _line: None,
+        )
+        stacks.append(stack)
+        stack.start_infrastructure()
+        stack.start_services(names)
+        stack.wait_serving(timeout=60, names=names)
+        return stack
+
+    yield start
+    for stack in stacks:
+        stack.stop()

