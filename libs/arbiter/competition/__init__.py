@@ -1,0 +1,1 @@
+"""Competition rules: formats, Berger tables, Swiss pairing, scoring, tie-breaks, creation."""
