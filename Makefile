@@ -25,7 +25,7 @@ proto-check: setup
 run: setup
 	$(BIN)/arbiter up
 
-test: setup proto-check
+test: setup proto-check tools
 	$(BIN)/pytest
 
 unit: setup
@@ -42,3 +42,17 @@ bench: setup
 
 clean:
 	rm -rf .arbiter .pytest_cache .hypothesis
+
+# docker-compose for the deploy tests (`docker-compose config`): Debian's package when
+# neither `docker-compose` nor `docker compose` is on the machine (root only).
+.PHONY: tools
+tools:
+	@if command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing docker-compose (Debian)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null; \
+	else \
+		echo "docker-compose is missing; install it with:"; \
+		echo "  sudo apt-get update && sudo apt-get install -y docker-compose   (or Docker Compose v2)"; \
+	fi

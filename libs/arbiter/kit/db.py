@@ -31,6 +31,9 @@ def check_schema_name(schema: str) -> str:
 
 def migrations_in(folder: Path, prefix: str) -> list[Migration]:
     """The `NNN_name.sql` files of `folder`, versioned as `prefix/NNN_name`."""
+    if not folder.is_dir():
+        # git and wheels drop empty folders: a service without migrations yet has none.
+        return []
     return [
         Migration(f"{prefix}/{path.stem}", path.read_text())
         for path in sorted(folder.iterdir())

@@ -125,6 +125,8 @@ async def ensure_topics(bootstrap_servers: str, partitions: int, topics: Sequenc
 
 async def sample_consumer_lag(broker: KafkaBroker, metrics: Metrics) -> None:
     """Set the lag gauge of every partition assigned to this process's subscribers."""
+    # Partitions moved to another replica by a rebalance must not keep their last value here.
+    metrics.consumer_lag.clear()
     for subscriber in broker.subscribers:
         consumer = getattr(subscriber, "consumer", None)
         if consumer is None:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    CollectorRegistry, Counter, Gauge, Histogram,
+    start_http_server,
+)
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -15,6 +21,10 @@ class Metrics:
     def __init__(self, service: str) -> None:
         self.service = service
         self.registry = CollectorRegistry()
+        # CPU, memory and GC per process, for the dashboards and the load benchmark.
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
         self.grpc_requests = Counter(
             "arbiter_grpc_requests_total", "gRPC calls by method and status code",
             ["service", "method", "code"], registry=self.registry,

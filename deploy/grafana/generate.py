@@ -1,0 +1,324 @@
+"""Write the Grafana dashboards of deploy/grafana/dashboards/ (one per service plus an overview).
+
+    .venv/bin/python deploy/grafana/generate.py           # rewrite the JSON files
+    .venv/bin/python deploy/grafana/generate.py --check   # exit 1 if a file is stale
+
+Every dashboard has the kit's standard panels (gRPC, Kafka events, outbox and timers,
+errors); a service's own metrics go in SERVICE_PANELS below, then run this script.
+In a query, `$sel` stands for the dashboard's label selector (`service="arena",
+instance=~"$instance"` on a service dashboard) so the same query works on every
+replica set. tests/integration/deploy/test_deploy_files.py checks that every metric a
+query names is exported by the services and that the JSON files are up to date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+DASHBOARDS_DIR = Path(__file__).resolve().parent / "dashboards"
+SERVICES = ("pairing", "clock", "arena", "rating", "openings")
+DATASOURCE = {"type": "prometheus", "uid": "prometheus"}  # provisioning/datasources/prometheus.yml
+RATE = "[$__rate_interval]"
+SCHEMA_VERSION = 39
+
+
+@dataclass(frozen=True)
+class Query:
+    """One PromQL query of a panel; `$sel` is replaced by the dashboard's selector."""
+
+    expr: str
+    legend: str = ""
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One panel: a time series (half width by default) or a stat (a sixth of the width)."""
+
+    title: str
+    queries: tuple[Query, ...]
+    unit: str = "short"
+    kind: str = "timeseries"
+    description: str = ""
+    width: int = 12
+    height: int = 8
+
+
+@dataclass(frozen=True)
+class Row:
+    """A titled row of panels, laid out left to right."""
+
+    title: str
+    panels: tuple[Panel, ...]
+
+
+# ---------------------------------------------------------------------------
+# Service-specific panels. Add a service's own metrics here, e.g. for arena:
+#   Panel("Waiting players by arena",
+#         (Query("sum by (arena) (arbiter_arena_waiting_players{$sel})", "{{arena}}"),)),
+# and register the metric's provider in tests/integration/deploy/test_deploy_files.py
+# (METRIC_PROVIDERS) so that the test knows the service exports it.
+# ---------------------------------------------------------------------------
+SERVICE_PANELS: dict[str, tuple[Panel, ...]] = {
+    "pairing": (),
+    "clock": (),
+    "arena": (),
+    "rating": (),
+    "openings": (),
+}
+
+
+def _by(group: tuple[str, ...], *labels: str) -> str:
+    return ", ".join((*group, *labels))
+
+
+def _legend(group: tuple[str, ...], *labels: str) -> str:
+    return " ".join("{{" + label + "}}" for label in (*group, *labels))
+
+
+def _quantiles(metric: str, group: tuple[str, ...], label: str) -> tuple[Query, ...]:
+    return tuple(
+        Query(
+            f"histogram_quantile({q}, sum by ({_by(group, label, 'le')}) (rate({metric}{{$sel}}{RATE})))",
+            f"p{int(q * 100)} " + _legend(group, label),
+        )
+        for q in (0.5, 0.99)
+    )
+
+
+def kit_rows(group: tuple[str, ...] = ()) -> tuple[Row, ...]:
+    """The standard panels of arbiter.kit.metrics, broken down by `group` labels first."""
+    stats = Row("Summary", (
+        Panel("Requests/s", (Query(f"sum(rate(arbiter_grpc_requests_total{{$sel}}{RATE}))"),),
+              unit="reqps", kind="stat", width=4, height=4),
+        Panel("Failed calls", (Query(
+            f'sum(rate(arbiter_grpc_requests_total{{$sel, code!="OK"}}{RATE}))'
+            f" / sum(rate(arbiter_grpc_requests_total{{$sel}}{RATE}))"),),
+              unit="percentunit", kind="stat", width=4, height=4),
+        Panel("gRPC p99", (Query(
+            f"histogram_quantile(0.99, sum by (le) (rate(arbiter_grpc_request_seconds_bucket{{$sel}}{RATE})))"),),
+              unit="s", kind="stat", width=4, height=4),
+        Panel("Events consumed/s", (Query(f"sum(rate(arbiter_events_consumed_total{{$sel}}{RATE}))"),),
+              unit="ops", kind="stat", width=4, height=4),
+        Panel("Consumer lag", (Query(
+            "sum(max by (service, topic, partition) (arbiter_consumer_lag{$sel}))"),),
+              unit="short", kind="stat", width=4, height=4),
+        Panel("Outbox pending", (Query("sum(max by (service) (arbiter_outbox_pending{$sel}))"),),
+              unit="short", kind="stat", width=4, height=4),
+    ))
+    grpc = Row("gRPC", (
+        Panel("Requests by method", (Query(
+            f"sum by ({_by(group, 'method')}) (rate(arbiter_grpc_requests_total{{$sel}}{RATE}))",
+            _legend(group, "method")),), unit="reqps"),
+        Panel("Failed calls by method and code", (Query(
+            f'sum by ({_by(group, "method", "code")}) (rate(arbiter_grpc_requests_total{{$sel, code!="OK"}}{RATE}))',
+            _legend(group, "method", "code")),), unit="reqps",
+              description="Every status other than OK: refused calls (client errors) and server errors."),
+        Panel("Latency p50 / p99 by method", _quantiles("arbiter_grpc_request_seconds_bucket", group, "method"),
+              unit="s"),
+        Panel("Refused calls by method and code", (Query(
+            f"sum by ({_by(group, 'method', 'code')}) (rate(arbiter_refused_calls_total{{$sel}}{RATE}))",
+            _legend(group, "method", "code")),), unit="reqps",
+              description="Calls refused with a client error (invalid argument, not found, failed precondition...)."),
+    ))
+    events = Row("Kafka events", (
+        Panel("Events consumed by topic and outcome", (Query(
+            f"sum by ({_by(group, 'topic', 'outcome')}) (rate(arbiter_events_consumed_total{{$sel}}{RATE}))",
+            _legend(group, "topic", "outcome")),), unit="ops",
+              description="handled, duplicate (already processed: idempotency), ignored, error."),
+        Panel("Handler latency p50 / p99 by topic", _quantiles("arbiter_event_handler_seconds_bucket", group, "topic"),
+              unit="s"),
+        Panel("Events published by topic", (Query(
+            f"sum by ({_by(group, 'topic')}) (rate(arbiter_events_published_total{{$sel}}{RATE}))",
+            _legend(group, "topic")),), unit="ops", description="Relayed from the transactional outbox."),
+        Panel("Consumer lag by topic", (Query(
+            f"sum by ({_by(group, 'topic')}) (max by ({_by(group, 'topic', 'partition')}) (arbiter_consumer_lag{{$sel}}))",
+            _legend(group, "topic")),), unit="short",
+              description="Records between the committed position and the partition end, summed over partitions."),
+    ))
+    outbox = Row("Outbox and timers", (
+        Panel("Outbox pending", (Query(
+            f"max by ({_by(group) or 'service'}) (arbiter_outbox_pending{{$sel}})",
+            _legend(group) or "pending"),), unit="short",
+              description="Saved events not yet published (one relay per schema holds the advisory lock)."),
+        Panel("Timers fired by kind", (Query(
+            f"sum by ({_by(group, 'kind')}) (rate(arbiter_timers_fired_total{{$sel}}{RATE}))",
+            _legend(group, "kind")),), unit="ops"),
+    ))
+    errors = Row("Errors", (
+        Panel("Errors by kind", (Query(
+            f"sum by ({_by(group, 'kind')}) (rate(arbiter_errors_total{{$sel}}{RATE}))",
+            _legend(group, "kind")),), unit="ops", description="Unexpected errors (gRPC internal, outbox relay...)."),
+        Panel("Handler errors by topic", (Query(
+            f'sum by ({_by(group, "topic")}) (rate(arbiter_events_consumed_total{{$sel, outcome="error"}}{RATE}))',
+            _legend(group, "topic")),), unit="ops",
+              description="Failed handler runs; the event is delivered again."),
+    ))
+    return (stats, grpc, events, outbox, errors)
+
+
+class _Layout:
+    """Assigns ids and grid positions (24 columns) in order."""
+
+    def __init__(self) -> None:
+        self.next_id = 1
+        self.x = 0
+        self.y = 0
+        self.row_height = 0
+        self.panels: list[dict] = []
+
+    def _id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+    def row(self, title: str) -> None:
+        self._newline()
+        self.panels.append({
+            "id": self._id(), "type": "row", "title": title, "collapsed": False,
+            "gridPos": {"x": 0, "y": self.y, "w": 24, "h": 1}, "panels": [],
+        })
+        self.y += 1
+
+    def _newline(self) -> None:
+        if self.x:
+            self.y += self.row_height
+            self.x = 0
+            self.row_height = 0
+
+    def panel(self, panel: Panel, selector: str) -> None:
+        if self.x + panel.width > 24:
+            self._newline()
+        targets = []
+        for index, query in enumerate(panel.queries):
+            targets.append({
+                "refId": chr(ord("A") + index),
+                "datasource": DATASOURCE,
+                "expr": query.expr.replace("$sel", selector),
+                "legendFormat": query.legend or "__auto",
+                "range": True,
+            })
+        body: dict = {
+            "id": self._id(), "type": panel.kind, "title": panel.title, "description": panel.description,
+            "datasource": DATASOURCE,
+            "gridPos": {"x": self.x, "y": self.y, "w": panel.width, "h": panel.height},
+            "targets": targets,
+        }
+        if panel.kind == "stat":
+            body["fieldConfig"] = {"defaults": {"unit": panel.unit, "decimals": 2}, "overrides": []}
+            body["options"] = {
+                "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                "colorMode": "value", "graphMode": "area", "textMode": "auto",
+            }
+        else:
+            body["fieldConfig"] = {
+                "defaults": {"unit": panel.unit, "custom": {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 10,
+                                                            "showPoints": "never", "spanNulls": True}},
+                "overrides": [],
+            }
+            body["options"] = {
+                "legend": {"displayMode": "table", "placement": "bottom", "calcs": ["mean", "max"]},
+                "tooltip": {"mode": "multi", "sort": "desc"},
+            }
+        self.panels.append(body)
+        self.x += panel.width
+        self.row_height = max(self.row_height, panel.height)
+
+
+def _dashboard(uid: str, title: str, tags: list[str], rows: tuple[Row, ...], selector: str,
+               variables: list[dict]) -> dict:
+    layout = _Layout()
+    for row in rows:
+        layout.row(row.title)
+        for panel in row.panels:
+            layout.panel(panel, selector)
+    return {
+        "id": None,
+        "uid": uid,
+        "title": title,
+        "tags": tags,
+        "timezone": "browser",
+        "editable": True,
+        "graphTooltip": 1,
+        "refresh": "30s",
+        "schemaVersion": SCHEMA_VERSION,
+        "version": 1,
+        "time": {"from": "now-1h", "to": "now"},
+        "links": [{"type": "dashboards", "tags": ["arbiter"], "asDropdown": True, "title": "Arbiter",
+                   "includeVars": False, "keepTime": True}],
+        "annotations": {"list": []},
+        "templating": {"list": variables},
+        "panels": layout.panels,
+    }
+
+
+def service_dashboard(service: str) -> dict:
+    """The dashboard of one service: the kit's panels, then the service's own."""
+    definition = f'label_values(arbiter_outbox_pending{{service="{service}"}}, instance)'
+    instance = {
+        "name": "instance", "label": "Instance", "type": "query", "datasource": DATASOURCE,
+        "definition": definition, "query": {"query": definition, "refId": "instance"},
+        "refresh": 2, "includeAll": True, "multi": True, "allValue": ".*", "sort": 1,
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+    }
+    rows = kit_rows()
+    own = SERVICE_PANELS.get(service, ())
+    if own:
+        rows = (*rows, Row(service.capitalize(), own))
+    return _dashboard(
+        f"arbiter-{service}", f"Arbiter / {service}", ["arbiter", service], rows,
+        f'service="{service}", instance=~"$instance"', [instance],
+    )
+
+
+def overview_dashboard() -> dict:
+    """Every service side by side: the kit's panels broken down by service."""
+    service = {
+        "name": "service", "label": "Service", "type": "custom", "query": ",".join(SERVICES),
+        "includeAll": True, "multi": True, "allValue": ".*",
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        "options": [],
+    }
+    return _dashboard(
+        "arbiter-overview", "Arbiter / overview", ["arbiter", "overview"], kit_rows(("service",)),
+        'service=~"$service"', [service],
+    )
+
+
+def dashboards() -> dict[str, dict]:
+    """File name -> dashboard, for every dashboard this script writes."""
+    result = {f"{name}.json": service_dashboard(name) for name in SERVICES}
+    result["overview.json"] = overview_dashboard()
+    return result
+
+
+def render(dashboard: dict) -> str:
+    """The exact text of a dashboard file."""
+    return json.dumps(dashboard, indent=2) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write (or with --check, compare) every dashboard file."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if a file differs from what would be written")
+    args = parser.parse_args(argv)
+    stale = []
+    DASHBOARDS_DIR.mkdir(parents=True, exist_ok=True)
+    for name, dashboard in dashboards().items():
+        path = DASHBOARDS_DIR / name
+        text = render(dashboard)
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(name)
+        else:
+            path.write_text(text)
+    if stale:
+        print(f"stale dashboards (run {Path(__file__).name}): {', '.join(stale)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

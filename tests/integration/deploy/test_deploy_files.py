@@ -1,0 +1,712 @@
+"""The deployment files agree with the code: compose, Dockerfile, Prometheus, Grafana, Kubernetes.
+
+- docker-compose.yml passes `docker-compose config -q` (or `docker compose`), and each
+  service's environment is valid for its settings class;
+- every Grafana dashboard has the dashboard shape, and every metric its PromQL names is
+  exported by the services (METRIC_PROVIDERS below: add a service's own registry there);
+- every Kubernetes manifest parses and has its required fields, probes and env sources;
+- the Prometheus config scrapes all five services on their metrics ports.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry
+
+from arbiter.kit.kafka import make_broker
+from arbiter.kit.metrics import Metrics
+from arbiter.kit.settings import KitSettings, load_settings
+
+ROOT = Path(__file__).resolve().parents[3]
+DEPLOY = ROOT / "deploy"
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+DOCKERFILE = DEPLOY / "Dockerfile"
+DOCKERIGNORE = DEPLOY / "Dockerfile.dockerignore"
+PROMETHEUS_CONFIG = DEPLOY / "prometheus" / "prometheus.yml"
+GRAFANA = DEPLOY / "grafana"
+DASHBOARDS = GRAFANA / "dashboards"
+K8S = DEPLOY / "k8s"
+
+SERVICES = ("pairing", "clock", "arena", "rating", "openings")
+INFRASTRUCTURE = ("kafka", "redis", "postgres", "prometheus", "grafana")
+# Who calls whom over gRPC (DESIGN.md): compose starts the callees first.
+CALLS = {"pairing": ("rating", "openings"), "arena": ("rating",)}
+REQUIRED_ENV = (
+    "KAFKA_BOOTSTRAP_SERVERS", "REDIS_URL", "DATABASE_URL", "GRPC_HOST", "GRPC_PORT", "METRICS_HOST", "METRICS_PORT",
+    *(f"{name.upper()}_GRPC_ADDR" for name in SERVICES),
+)
+
+
+# ---------------------------------------------------------------------------
+# Metric providers: the registries whose names the dashboards may use. Each returns a
+# CollectorRegistry holding metrics exactly as a running service registers them. When a
+# service gets its own metrics (registered by a function of the service), add a provider:
+#     def arena_metrics() -> CollectorRegistry:
+#         metrics = Metrics("arena")
+#         register_arena_metrics(metrics)   # the service's own function
+#         return metrics.registry
+#     METRIC_PROVIDERS["arena"] = arena_metrics
+# ---------------------------------------------------------------------------
+
+
+def kit_metrics() -> CollectorRegistry:
+    """The kit's standard series plus FastStream's Kafka middleware series (as `make_broker` adds them)."""
+    metrics = Metrics("x")
+    settings = KitSettings(
+        kafka_bootstrap_servers="127.0.0.1:9092", redis_url="redis://127.0.0.1:6379/0",
+        database_url="postgresql://x@127.0.0.1/x", grpc_port=0, metrics_port=0,
+    )
+    make_broker(settings, "x", metrics)  # builds the client only; nothing connects
+    return metrics.registry
+
+
+METRIC_PROVIDERS: dict[str, Callable[[], CollectorRegistry]] = {
+    "kit": kit_metrics,
+}
+
+# Series Prometheus adds to every scrape; the dashboards may use them too.
+PROMETHEUS_SERIES = {"up": set(), "scrape_duration_seconds": set(), "scrape_samples_scraped": set()}
+TARGET_LABELS = {"job", "instance"}
+
+_SUFFIXES_BY_TYPE = {
+    "counter": ("_total", "_created"),
+    "gauge": ("",),
+    "histogram": ("_bucket", "_sum", "_count", "_created"),
+    "gaugehistogram": ("_bucket", "_gsum", "_gcount"),
+    "summary": ("", "_sum", "_count", "_created"),
+    "info": ("_info",),
+    "stateset": ("",),
+    "unknown": ("",),
+}
+
+
+@dataclass
+class Exported:
+    """Sample names the services export, each with its label names; and the family names."""
+
+    labels: dict[str, set[str]] = field(default_factory=dict)
+    families: dict[str, set[str]] = field(default_factory=dict)  # provider -> family names
+
+
+def _label_names(registry: CollectorRegistry) -> dict[str, set[str]]:
+    # prometheus_client keeps each collector's label names on the collector itself.
+    names: dict[str, set[str]] = {}
+    for collector in set(registry._collector_to_names):  # noqa: SLF001 - no public accessor
+        labels = set(getattr(collector, "_labelnames", ()))
+        for name in registry._collector_to_names[collector]:  # noqa: SLF001
+            names[name] = labels
+    return names
+
+
+@cache
+def exported() -> Exported:
+    """Every sample name (with suffixes by metric type) of every provider's registry."""
+    result = Exported()
+    for provider, make_registry in METRIC_PROVIDERS.items():
+        registry = make_registry()
+        label_names = _label_names(registry)
+        result.families[provider] = set()
+        for family in registry.collect():
+            result.families[provider].add(family.name)
+            for suffix in _SUFFIXES_BY_TYPE.get(family.type, ("",)):
+                sample = family.name + suffix
+                labels = set(label_names.get(sample, label_names.get(family.name, set())))
+                if suffix == "_bucket":
+                    labels.add("le")
+                if family.type == "summary" and suffix == "":
+                    labels.add("quantile")
+                result.labels.setdefault(sample, set()).update(labels)
+            for sample in family.samples:  # series already observed, if any
+                result.labels.setdefault(sample.name, set()).update(sample.labels)
+    for name, labels in PROMETHEUS_SERIES.items():
+        result.labels.setdefault(name, set()).update(labels)
+    return result
+
+
+# ---------------------------------------------------------------------------
+# A small PromQL reader: enough to list metric names, functions and label names.
+# ---------------------------------------------------------------------------
+
+PROMQL_FUNCTIONS = {
+    # aggregations
+    "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values", "bottomk", "topk",
+    "quantile", "limitk", "limit_ratio",
+    # functions
+    "abs", "absent", "absent_over_time", "ceil", "changes", "clamp", "clamp_max", "clamp_min", "day_of_month",
+    "day_of_week", "day_of_year", "days_in_month", "delta", "deriv", "exp", "floor", "histogram_avg",
+    "histogram_count", "histogram_fraction", "histogram_quantile", "histogram_stddev", "histogram_stdvar",
+    "histogram_sum", "holt_winters", "double_exponential_smoothing", "hour", "idelta", "increase", "info",
+    "irate", "label_join", "label_replace", "ln", "log2", "log10", "minute", "month", "predict_linear", "rate",
+    "resets", "round", "scalar", "sgn", "sort", "sort_desc", "sort_by_label", "sort_by_label_desc", "sqrt",
+    "time", "timestamp", "vector", "year", "avg_over_time", "min_over_time", "max_over_time", "sum_over_time",
+    "count_over_time", "quantile_over_time", "stddev_over_time", "stdvar_over_time", "last_over_time",
+    "present_over_time", "mad_over_time", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh",
+    "sin", "sinh", "tan", "tanh", "deg", "rad", "pi",
+}
+PROMQL_KEYWORDS = {
+    "by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset", "and", "or", "unless",
+    "atan2", "inf", "nan", "start", "end",
+}
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_GRAFANA_VARIABLE = re.compile(r"\$\{?\w+(?::\w+)?\}?")
+_RANGE = re.compile(r"\[[^\[\]]*\]")
+_SELECTOR = re.compile(r"\{([^{}]*)\}")
+_MATCHER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*\"(?:[^\"\\]|\\.)*\"")
+_GROUPING = re.compile(r"\b(by|without|on|ignoring|group_left|group_right)\s*\(([^()]*)\)")
+_IDENTIFIER = re.compile(r"(?<![\w.:])([A-Za-z_:][A-Za-z0-9_:]*)(\s*\()?")
+
+
+@dataclass(frozen=True)
+class PromQL:
+    """What one expression refers to."""
+
+    metrics: frozenset[str]
+    functions: frozenset[str]
+    labels: frozenset[str]
+    selectors: tuple[tuple[str, dict[str, tuple[str, str]]], ...]  # (metric or "", {label: (op, value)})
+
+
+def read_promql(expr: str) -> PromQL:
+    """Metric names, functions, label names and selectors of `expr`; raises on unbalanced brackets."""
+    selectors = []
+    for match in re.finditer(r"([A-Za-z_:][A-Za-z0-9_:]*)?\s*\{((?:[^{}\"]|\"(?:[^\"\\]|\\.)*\")*)\}", expr):
+        matchers = {m.group(1): (m.group(2), json.loads(m.group(0)[m.end(2) - m.start(0):].strip()))
+                    for m in _MATCHER.finditer(match.group(2))}
+        selectors.append((match.group(1) or "", matchers))
+    text = _STRING.sub('""', expr)
+    stack = []
+    pairs = {")": "(", "]": "[", "}": "{"}
+    for char in text:
+        if char in "([{":
+            stack.append(char)
+        elif char in pairs:
+            if not stack or stack.pop() != pairs[char]:
+                raise ValueError(f"unbalanced {char!r} in {expr!r}")
+    if stack:
+        raise ValueError(f"unclosed {stack[-1]!r} in {expr!r}")
+    labels: set[str] = set()
+    for match in _SELECTOR.finditer(text):
+        labels.update(m.group(1) for m in re.finditer(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)", match.group(1)))
+    text = _SELECTOR.sub(" ", text)
+    text = _GRAFANA_VARIABLE.sub("0", text)
+    while _RANGE.search(text):
+        text = _RANGE.sub(" ", text)
+    for match in _GROUPING.finditer(text):
+        labels.update(label.strip() for label in match.group(2).split(",") if label.strip())
+    text = _GROUPING.sub(" ", text)  # `sum by (x) (...)` reads as a call of sum
+    metrics, functions = set(), set()
+    for match in _IDENTIFIER.finditer(text):
+        name, call = match.group(1), match.group(2)
+        if call:
+            functions.add(name)
+        elif name.lower() not in PROMQL_KEYWORDS:
+            metrics.add(name)
+    return PromQL(frozenset(metrics), frozenset(functions), frozenset(labels), tuple(selectors))
+
+
+@pytest.mark.parametrize(("expr", "metrics", "functions", "labels"), [
+    ('sum by (method) (rate(arbiter_grpc_requests_total{service="a", code!="OK"}[$__rate_interval]))',
+     {"arbiter_grpc_requests_total"}, {"sum", "rate"}, {"method", "service", "code"}),
+    ("histogram_quantile(0.99, sum(rate(x_bucket{a=~\"$v\"}[5m])) by (le))", {"x_bucket"},
+     {"histogram_quantile", "sum", "rate"}, {"a", "le"}),
+    ("a_total / on (instance) group_left (job) b offset 5m > bool 1e3", {"a_total", "b"}, set(),
+     {"instance", "job"}),
+    ('max_over_time(up{job="x"}[1h:5m])', {"up"}, {"max_over_time"}, {"job"}),
+])
+def test_the_promql_reader_finds_names(expr: str, metrics: set[str], functions: set[str], labels: set[str]) -> None:
+    """The checks below depend on this reader: it must see every name and no more."""
+    read = read_promql(expr)
+    assert (set(read.metrics), set(read.functions), set(read.labels)) == (metrics, functions, labels)
+
+
+def test_the_promql_reader_rejects_unbalanced_brackets() -> None:
+    with pytest.raises(ValueError, match="unclosed"):
+        read_promql("sum(rate(x[5m])")
+
+
+# ---------------------------------------------------------------------------
+# Helpers: settings classes, YAML, compose interpolation
+# ---------------------------------------------------------------------------
+
+
+def settings_class(service: str) -> type[KitSettings]:
+    """The service's settings class (the KitSettings subclass in services/<service>/settings.py)."""
+    module = importlib.import_module(f"services.{service}.settings")
+    classes = [value for value in vars(module).values()
+               if isinstance(value, type) and issubclass(value, KitSettings) and value is not KitSettings]
+    assert len(classes) == 1, f"services/{service}/settings.py should define one KitSettings subclass"
+    return classes[0]
+
+
+def ports(service: str) -> tuple[int, int]:
+    """(gRPC port, metrics port): the defaults of the service's settings."""
+    fields = settings_class(service).model_fields
+    return fields["grpc_port"].default, fields["metrics_port"].default
+
+
+def validate_env(service: str, env: Mapping[str, str], monkeypatch: pytest.MonkeyPatch) -> KitSettings:
+    """Load the service's settings from exactly `env` (the machine's variables hidden)."""
+    cls = settings_class(service)
+    for name in cls.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    for name in REQUIRED_ENV:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, str(value))
+    return load_settings(cls)
+
+
+def load_yaml(path: Path) -> Any:
+    with path.open() as stream:
+        return yaml.safe_load(stream)
+
+
+def load_yaml_documents(path: Path) -> list[Any]:
+    with path.open() as stream:
+        return [document for document in yaml.safe_load_all(stream) if document is not None]
+
+
+_INTERPOLATION = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}")
+
+
+def interpolate(value: Any) -> Any:
+    """Compose's `${NAME:-default}`, taking the default (the file as shipped)."""
+    if isinstance(value, str):
+        return _INTERPOLATION.sub(lambda m: m.group(2) or "", value)
+    if isinstance(value, list):
+        return [interpolate(item) for item in value]
+    if isinstance(value, dict):
+        return {key: interpolate(item) for key, item in value.items()}
+    return value
+
+
+@cache
+def compose() -> dict[str, Any]:
+    """docker-compose.yml with anchors merged and defaults interpolated."""
+    return interpolate(load_yaml(COMPOSE_FILE))
+
+
+def compose_env(service: str) -> dict[str, str]:
+    environment = compose()["services"][service].get("environment", {})
+    if isinstance(environment, list):
+        environment = dict(item.split("=", 1) for item in environment)
+    return {key: "" if value is None else str(value) for key, value in environment.items()}
+
+
+def compose_command() -> list[str]:
+    """`docker-compose` or `docker compose`; fails (never skips) when neither is installed."""
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    if shutil.which("docker"):
+        probe = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True, timeout=60)
+        if probe.returncode == 0:
+            return ["docker", "compose"]
+    pytest.fail(
+        "neither `docker-compose` nor `docker compose` is installed: `make tools` installs it "
+        "(Debian's docker-compose; as root, or `sudo apt-get install -y docker-compose`)"
+    )
+
+
+def volume_mounts(service: str) -> dict[str, str]:
+    """Host path (relative to the repo) -> container path, for bind mounts of a compose service."""
+    mounts = {}
+    for volume in compose()["services"][service].get("volumes", []):
+        if isinstance(volume, str) and volume.startswith("./"):
+            host, container = volume.split(":")[:2]
+            mounts[host[2:].rstrip("/")] = container
+    return mounts
+
+
+# ---------------------------------------------------------------------------
+# docker-compose.yml
+# ---------------------------------------------------------------------------
+
+
+def test_compose_config_is_valid() -> None:
+    """`docker-compose config -q` (1.29 or v2) accepts the file."""
+    command = [*compose_command(), "-f", str(COMPOSE_FILE), "config", "-q"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stdout}\n{result.stderr}"
+
+
+def test_compose_runs_the_infrastructure_and_the_five_services() -> None:
+    services = compose()["services"]
+    assert set(services) >= {*INFRASTRUCTURE, *SERVICES}
+    kafka = compose_env("kafka")
+    assert set(kafka["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}, "Kafka runs in KRaft mode"
+    assert not any("zookeeper" in name for name in services)
+    redis_command = " ".join(services["redis"]["command"]) if isinstance(services["redis"]["command"], list) \
+        else services["redis"]["command"]
+    assert "--appendonly yes" in redis_command, "Redis keeps an append-only file"
+    for name in (*INFRASTRUCTURE, *SERVICES):
+        assert "healthcheck" in services[name], f"{name} has no healthcheck"
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_compose_service_runs_from_the_image_with_valid_settings(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = compose()["services"][service]
+    assert spec["build"]["dockerfile"] == "deploy/Dockerfile"
+    assert (ROOT / spec["build"]["context"] / spec["build"]["dockerfile"]).resolve() == DOCKERFILE
+    assert spec["command"] == ["python", "-m", f"services.{service}.main"]
+    env = compose_env(service)
+    missing = [name for name in REQUIRED_ENV if not env.get(name)]
+    assert not missing, f"{service}: missing {missing}"
+    settings = validate_env(service, env, monkeypatch)
+    grpc_port, metrics_port = ports(service)
+    assert (settings.grpc_port, settings.metrics_port) == (grpc_port, metrics_port)
+    assert settings.grpc_host == settings.metrics_host == "0.0.0.0"
+    for other in SERVICES:
+        assert env[f"{other.upper()}_GRPC_ADDR"] == f"{other}:{ports(other)[0]}"
+    services = compose()["services"]
+    assert settings.kafka_bootstrap_servers.split(":")[0] in services
+    assert settings.redis_url.startswith("redis://redis:")
+    postgres = compose_env("postgres")
+    assert settings.database_url == (
+        f"postgresql://{postgres['POSTGRES_USER']}:{postgres['POSTGRES_PASSWORD']}@postgres:5432/{postgres['POSTGRES_DB']}"
+    )
+    published = {str(port).rsplit(":", 1)[-1] for port in spec.get("ports", [])}
+    assert {str(grpc_port), str(metrics_port)} <= published
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_compose_service_health_and_start_order(service: str) -> None:
+    services = compose()["services"]
+    spec = services[service]
+    check = " ".join(spec["healthcheck"]["test"])
+    assert "grpc_health" in check and "GRPC_PORT" in check, "the healthcheck asks gRPC health on GRPC_PORT"
+    depends_on = spec["depends_on"]
+    assert isinstance(depends_on, dict), "depends_on uses conditions"
+    for needed in ("kafka", "redis", "postgres", *CALLS.get(service, ())):
+        assert depends_on.get(needed, {}).get("condition") == "service_healthy", f"{service} waits for {needed}"
+    for name in depends_on:
+        assert "healthcheck" in services[name]
+
+
+def test_compose_bind_mounts_exist() -> None:
+    for name in compose()["services"]:
+        for host in volume_mounts(name):
+            assert (ROOT / host).exists(), f"{name} mounts ./{host}, which does not exist"
+
+
+# ---------------------------------------------------------------------------
+# deploy/Dockerfile
+# ---------------------------------------------------------------------------
+
+
+def test_dockerfile_builds_one_non_root_python_311_amd64_image() -> None:
+    text = DOCKERFILE.read_text()
+    lines = [line.strip() for line in re.sub(r"\\\n", " ", text).splitlines()
+             if line.strip() and not line.strip().startswith("#")]
+    args = dict(re.match(r"ARG (\w+)=(\S+)", line).groups() for line in lines if re.match(r"ARG \w+=", line))
+    stages = [line for line in lines if line.startswith("FROM ")]
+    assert stages
+    for stage in stages:
+        image = re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], stage.split()[-3 if " AS " in stage else -1])
+        assert image == "python:3.11-slim", stage
+        assert "--platform=linux/amd64" in stage, "py4swiss ships only an x86_64 wheel"
+    final = text[text.rindex("\nFROM "):]
+    users = re.findall(r"^USER\s+(\S+)", final, re.MULTILINE)
+    assert users and users[-1].split(":")[0] not in {"root", "0"}, "the final stage runs as a non-root user"
+    assert re.search(r"pip install[^\n]* \.(\s|$)", text), "the project is installed with pip from pyproject.toml"
+    ignored = DOCKERIGNORE.read_text().splitlines()
+    for line in lines:
+        if line.startswith("COPY ") and "--from=" not in line:
+            for source in line.split()[1:-1]:
+                assert (ROOT / source).exists(), f"COPY {source}: no such path in the build context"
+                assert f"!{source.rstrip('/')}" in ignored, f"{source} is excluded by {DOCKERIGNORE.name}"
+
+
+# ---------------------------------------------------------------------------
+# Prometheus
+# ---------------------------------------------------------------------------
+
+
+def test_prometheus_scrapes_every_service() -> None:
+    config = load_yaml(PROMETHEUS_CONFIG)
+    assert config["global"]["scrape_interval"]
+    jobs = config["scrape_configs"]
+    assert len({job["job_name"] for job in jobs}) == len(jobs), "job names are unique"
+    targets = {}
+    for job in jobs:
+        assert job.get("metrics_path", "/metrics") == "/metrics"
+        for static in job.get("static_configs", []):
+            # arbiter_* series carry service="..."; a target label would rename it to exported_service.
+            assert "service" not in static.get("labels", {}), f"{job['job_name']} adds a `service` target label"
+            for target in static["targets"]:
+                targets[target] = job["job_name"]
+    for service in SERVICES:
+        target = f"{service}:{ports(service)[1]}"
+        assert target in targets, f"Prometheus does not scrape {target}"
+        assert compose_env(service)["METRICS_PORT"] == str(ports(service)[1])
+    assert volume_mounts("prometheus").get("deploy/prometheus/prometheus.yml") == "/etc/prometheus/prometheus.yml"
+
+
+# ---------------------------------------------------------------------------
+# Grafana
+# ---------------------------------------------------------------------------
+
+
+def dashboard_files() -> list[Path]:
+    return sorted(DASHBOARDS.glob("*.json"))
+
+
+@cache
+def generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("arbiter_deploy_grafana_generate", GRAFANA / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def datasource_uid() -> str:
+    datasources = load_yaml(GRAFANA / "provisioning" / "datasources" / "prometheus.yml")["datasources"]
+    (prometheus,) = [d for d in datasources if d["type"] == "prometheus"]
+    return prometheus["uid"]
+
+
+def iter_panels(panels: Iterable[dict]) -> Iterator[dict]:
+    for panel in panels:
+        yield panel
+        yield from iter_panels(panel.get("panels", []))
+
+
+def dashboard_queries(dashboard: dict) -> Iterator[tuple[str, str]]:
+    """(where, PromQL) for every panel target and every query variable."""
+    for panel in iter_panels(dashboard["panels"]):
+        for target in panel.get("targets", []):
+            yield f"panel {panel['title']!r} target {target['refId']}", target["expr"]
+    for variable in dashboard.get("templating", {}).get("list", []):
+        if variable.get("type") == "query":
+            query = variable["query"]["query"] if isinstance(variable["query"], dict) else variable["query"]
+            match = re.fullmatch(r"\s*label_values\((.*),\s*(\w+)\)\s*", query)
+            yield f"variable {variable['name']!r}", match.group(1) if match else query
+
+
+def test_one_dashboard_per_service_plus_overview() -> None:
+    assert {path.name for path in dashboard_files()} == {f"{name}.json" for name in (*SERVICES, "overview")}
+
+
+def test_dashboards_are_up_to_date_with_their_generator() -> None:
+    stale = [name for name, dashboard in generator().dashboards().items()
+             if not (DASHBOARDS / name).exists() or (DASHBOARDS / name).read_text() != generator().render(dashboard)]
+    assert not stale, f"stale: {stale}; edit and run `.venv/bin/python deploy/grafana/generate.py`"
+
+
+@pytest.mark.parametrize("path", dashboard_files(), ids=lambda path: path.name)
+def test_dashboard_has_the_grafana_shape(path: Path) -> None:
+    dashboard = json.loads(path.read_text())
+    assert isinstance(dashboard, dict)
+    assert isinstance(dashboard["title"], str) and dashboard["title"]
+    assert re.fullmatch(r"[A-Za-z0-9_-]{1,40}", dashboard["uid"])
+    assert isinstance(dashboard["schemaVersion"], int)
+    assert isinstance(dashboard["panels"], list) and dashboard["panels"]
+    assert isinstance(dashboard.get("templating", {}).get("list", []), list)
+    assert {"from", "to"} <= set(dashboard["time"])
+    uid = datasource_uid()
+    ids: set[int] = set()
+    cells: dict[tuple[int, int], str] = {}
+    for panel in iter_panels(dashboard["panels"]):
+        assert isinstance(panel["id"], int) and panel["id"] not in ids, f"panel id {panel['id']} repeats"
+        ids.add(panel["id"])
+        assert isinstance(panel["type"], str) and panel["title"]
+        grid = panel["gridPos"]
+        assert all(isinstance(grid[key], int) for key in ("x", "y", "w", "h"))
+        assert grid["x"] >= 0 and grid["y"] >= 0 and grid["w"] > 0 and grid["h"] > 0 and grid["x"] + grid["w"] <= 24
+        for x in range(grid["x"], grid["x"] + grid["w"]):
+            for y in range(grid["y"], grid["y"] + grid["h"]):
+                assert (x, y) not in cells, f"{panel['title']!r} overlaps {cells[(x, y)]!r}"
+                cells[(x, y)] = panel["title"]
+        if panel["type"] == "row":
+            continue
+        targets = panel["targets"]
+        assert targets, f"{panel['title']!r} has no query"
+        assert len({t["refId"] for t in targets}) == len(targets)
+        for target in (panel, *targets):
+            if "datasource" in target:
+                assert target["datasource"]["uid"] == uid, "panels use the provisioned Prometheus datasource"
+        assert all(t["expr"].strip() for t in targets)
+
+
+def test_dashboard_uids_and_titles_are_unique() -> None:
+    dashboards = [json.loads(path.read_text()) for path in dashboard_files()]
+    assert len({d["uid"] for d in dashboards}) == len(dashboards)
+    assert len({d["title"] for d in dashboards}) == len(dashboards)
+
+
+@pytest.mark.parametrize("path", dashboard_files(), ids=lambda path: path.name)
+def test_dashboard_queries_use_exported_metrics(path: Path) -> None:
+    """Every metric (and label) a query names is exported by the services (METRIC_PROVIDERS)."""
+    known = exported().labels
+    dashboard = json.loads(path.read_text())
+    problems = []
+    for where, expr in dashboard_queries(dashboard):
+        try:
+            read = read_promql(expr)
+        except ValueError as error:
+            problems.append(f"{where}: {error}")
+            continue
+        if not read.metrics:
+            problems.append(f"{where}: names no metric: {expr}")
+        for function in read.functions - PROMQL_FUNCTIONS:
+            problems.append(f"{where}: unknown PromQL function {function!r}")
+        for metric in sorted(read.metrics - set(known)):
+            problems.append(f"{where}: {metric!r} is not exported by any service")
+        allowed = TARGET_LABELS.union(*(known.get(metric, set()) for metric in read.metrics))
+        for label in sorted(read.labels - allowed):
+            problems.append(f"{where}: label {label!r} is not a label of {sorted(read.metrics)}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_service_dashboard_shows_only_its_service(service: str) -> None:
+    dashboard = json.loads((DASHBOARDS / f"{service}.json").read_text())
+    for where, expr in dashboard_queries(dashboard):
+        for metric, matchers in read_promql(expr).selectors:
+            if metric in PROMETHEUS_SERIES:
+                continue
+            assert matchers.get("service") == ("=", service), f"{where}: {metric} is not filtered on service={service!r}"
+
+
+@pytest.mark.parametrize("path", dashboard_files(), ids=lambda path: path.name)
+def test_dashboard_shows_every_standard_kit_metric(path: Path) -> None:
+    """The kit's arbiter_* series (the ones every service exports) all have a panel."""
+    dashboard = json.loads(path.read_text())
+    used = set().union(*(read_promql(expr).metrics for _, expr in dashboard_queries(dashboard)))
+    used_families = {re.sub(r"_(total|created|bucket|sum|count)$", "", name) for name in used}
+    standard = {name for name in exported().families["kit"] if name.startswith("arbiter_")}
+    assert standard <= used_families, f"no panel for {sorted(standard - used_families)}"
+
+
+def test_grafana_provisioning_points_at_prometheus_and_the_dashboards() -> None:
+    datasources = load_yaml(GRAFANA / "provisioning" / "datasources" / "prometheus.yml")
+    assert datasources["apiVersion"] == 1
+    (prometheus,) = [d for d in datasources["datasources"] if d["type"] == "prometheus"]
+    assert prometheus["url"] == "http://prometheus:9090" and "prometheus" in compose()["services"]
+    providers = load_yaml(GRAFANA / "provisioning" / "dashboards" / "dashboards.yml")
+    assert providers["apiVersion"] == 1
+    (provider,) = providers["providers"]
+    assert provider["type"] == "file"
+    mounts = volume_mounts("grafana")
+    assert mounts.get("deploy/grafana/dashboards") == provider["options"]["path"]
+    assert mounts.get("deploy/grafana/provisioning") == "/etc/grafana/provisioning"
+
+
+# ---------------------------------------------------------------------------
+# Kubernetes
+# ---------------------------------------------------------------------------
+
+
+@cache
+def k8s_documents() -> dict[str, list[dict]]:
+    return {path.name: load_yaml_documents(path) for path in sorted(K8S.glob("*.yaml"))}
+
+
+def k8s_objects(kind: str) -> dict[str, dict]:
+    return {doc["metadata"]["name"]: doc for docs in k8s_documents().values() for doc in docs if doc["kind"] == kind}
+
+
+def test_k8s_manifests_parse_with_kind_and_name() -> None:
+    assert k8s_documents()
+    for name, documents in k8s_documents().items():
+        assert documents, f"{name} is empty"
+        for document in documents:
+            assert isinstance(document, dict), name
+            assert document.get("apiVersion"), name
+            assert document.get("kind"), name
+            if document["kind"] != "Kustomization":
+                assert document["metadata"]["name"], name
+
+
+def test_k8s_kustomization_lists_every_manifest_but_the_secret_example() -> None:
+    kustomization = load_yaml(K8S / "kustomization.yaml")
+    resources = set(kustomization["resources"])
+    on_disk = {name for name in k8s_documents() if name not in {"kustomization.yaml", "secret.example.yaml"}}
+    assert resources == on_disk
+    assert "arbiter-db" not in {doc["metadata"]["name"] for name in resources for doc in k8s_documents()[name]}
+
+
+def test_k8s_config_map_values_are_strings() -> None:
+    for config_map in k8s_objects("ConfigMap").values():
+        for key, value in config_map["data"].items():
+            assert isinstance(value, str), f"{config_map['metadata']['name']}.{key} must be a string"
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_k8s_deployment(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    deployment = k8s_objects("Deployment")[service]
+    spec = deployment["spec"]
+    assert spec["replicas"] == 2
+    pod_labels = spec["template"]["metadata"]["labels"]
+    assert spec["selector"]["matchLabels"].items() <= pod_labels.items()
+    (container,) = spec["template"]["spec"]["containers"]
+    assert container["image"].split(":")[0] == "arbiter"
+    assert container["command"] == ["python", "-m", f"services.{service}.main"]
+    grpc_port, metrics_port = ports(service)
+    container_ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+    assert container_ports == {"grpc": grpc_port, "metrics": metrics_port}
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe]["grpc"]["port"] == container_ports["grpc"], f"{probe} asks gRPC health"
+    for kind in ("requests", "limits"):
+        assert {"cpu", "memory"} <= set(container["resources"][kind]), f"resources.{kind}"
+    annotations = spec["template"]["metadata"].get("annotations", {})
+    assert annotations.get("prometheus.io/port") == str(metrics_port)
+
+    config_maps = k8s_objects("ConfigMap")
+    env: dict[str, str] = {}
+    for source in container["envFrom"]:
+        env.update(config_maps[source["configMapRef"]["name"]]["data"])
+    secret_refs = {}
+    for variable in container["env"]:
+        if "value" in variable:
+            env[variable["name"]] = variable["value"]
+        else:
+            secret_refs[variable["name"]] = variable["valueFrom"]["secretKeyRef"]
+    assert set(secret_refs) == {"DATABASE_URL"}, "DATABASE_URL (only) comes from a Secret"
+    assert "DATABASE_URL" not in env
+    secret = load_yaml(K8S / "secret.example.yaml")
+    reference = secret_refs["DATABASE_URL"]
+    assert reference["name"] == secret["metadata"]["name"] and reference["key"] in secret["stringData"]
+    env["DATABASE_URL"] = secret["stringData"][reference["key"]]
+    settings = validate_env(service, env, monkeypatch)
+    assert (settings.grpc_port, settings.metrics_port) == (grpc_port, metrics_port)
+    assert settings.grpc_host == settings.metrics_host == "0.0.0.0"
+    for other in SERVICES:
+        assert env[f"{other.upper()}_GRPC_ADDR"] == f"{other}:{ports(other)[0]}"
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_k8s_service_exposes_grpc_and_metrics(service: str) -> None:
+    deployment = k8s_objects("Deployment")[service]
+    k8s_service = k8s_objects("Service")[service]
+    assert k8s_service["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    named = {port["name"]: port["containerPort"] for port in container["ports"]}
+    exposed = {port["name"]: port for port in k8s_service["spec"]["ports"]}
+    assert set(exposed) == {"grpc", "metrics"}
+    for name, port in exposed.items():
+        target = port.get("targetPort", port["port"])
+        assert named.get(target, target) == named[name]
+        assert port["port"] == named[name]
+
+
+def test_k8s_readme_has_the_scaling_notes() -> None:
+    text = (K8S / "README.md").read_text()
+    for topic in ("KAFKA_PARTITIONS", "consumer group", "Arena", "hash tag", "advisory lock"):
+        assert topic.lower() in text.lower(), f"deploy/k8s/README.md says nothing about {topic}"
