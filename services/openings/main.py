@@ -1,4 +1,10 @@
-"""Composition root of the openings service: the row of DESIGN.md's table, wired through the kit."""
+"""Composition root of the openings service: the row of DESIGN.md's table, wired through the kit.
+
+owns: the official tables (pure data in libs) and the per-round draws (PostgreSQL)
+gRPC: OpeningService DrawOpening, ListOpenings, GetOpening, CheckRated
+consumes: tournament.cancelled (its draws are forgotten)
+publishes: nothing yet (OpeningDrawn is proposed; the outbox relay runs as in every service)
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,15 @@ import logging
 from pathlib import Path
 
 from arbiter.contracts import openings_pb2_grpc
+from arbiter.kit import events
 from arbiter.kit.grpcserver import GrpcService
+from arbiter.kit.kafka import subscribe
 from arbiter.kit.logs import configure_logging
 from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
+from services.openings.drawing import OpeningDraws
+from services.openings.handlers import CONSUMER, TournamentCancelledHandler
+from services.openings.servicer import OpeningServicer
 from services.openings.settings import OpeningsSettings
 
 log = logging.getLogger(__name__)
@@ -21,7 +32,17 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 async def serve(settings: OpeningsSettings, stop: asyncio.Event | None = None) -> None:
     """Connect, wire the handlers and serve until stopped."""
     infra = await connect(settings, SERVICE, MIGRATIONS)
-    servicer = openings_pb2_grpc.OpeningServiceServicer()
+    draws_total = infra.metrics.counter(
+        "arbiter_opening_draws_total",
+        "Round openings returned, by variant, mode and outcome (drawn now, or repeated from the store)",
+        ("variant", "mode", "outcome"),
+    )
+    draws = OpeningDraws(infra.pool, infra.time_source, draws_total, SERVICE, infra.outbox)
+    subscribe(
+        infra.broker, settings, infra.metrics, events.TOURNAMENT_CANCELLED, CONSUMER,
+        TournamentCancelledHandler(infra.pool, infra.time_source),
+    )
+    servicer = OpeningServicer(draws)
     grpc_services = [
         GrpcService(
             "arbiter.contracts.OpeningService",

@@ -26,29 +26,29 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from arbiter.contracts import common_pb2 as arbiter_dot_contracts_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61rbiter/contracts/clock.proto\x12\x11\x61rbiter.contracts\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1e\x61rbiter/contracts/common.proto\"\x9d\x01\n\tSideClock\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x14\n\x0cremaining_ms\x18\x02 \x01(\x03\x12\x0f\n\x07\x62\x61nk_ms\x18\x03 \x01(\x03\x12\x14\n\x0cincrement_ms\x18\x04 \x01(\x03\x12\x12\n\nmoves_made\x18\x05 \x01(\x05\x12\x0b\n\x03sat\x18\x06 \x01(\x08\x12\x0e\n\x06online\x18\x07 \x01(\x08\x12\x0f\n\x07running\x18\x08 \x01(\x08\"\xbb\x02\n\x05\x43lock\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12*\n\x04kind\x18\x02 \x01(\x0e\x32\x1c.arbiter.contracts.ClockKind\x12+\n\x05white\x18\x03 \x01(\x0b\x32\x1c.arbiter.contracts.SideClock\x12+\n\x05\x62lack\x18\x04 \x01(\x0b\x32\x1c.arbiter.contracts.SideClock\x12.\n\x0cside_to_move\x18\x05 \x01(\x0e\x32\x18.arbiter.contracts.Color\x12/\n\x0bserver_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08\x66inished\x18\x07 \x01(\x08\x12\x13\n\x0b\x63laim_state\x18\x08 \x01(\t\x12\x13\n\x0b\x63laimant_id\x18\t \x01(\t\"\"\n\x0fGetClockRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"a\n\rRefuelRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x16\n\x0e\x61mount_seconds\x18\x03 \x01(\x03\"\\\n\x10\x46ileClaimRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\x83\x01\n\x13ResolveClaimRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x32\n\x08\x64\x65\x63ision\x18\x03 \x01(\x0e\x32 .arbiter.contracts.ClaimDecision*\\\n\tClockKind\x12\x1a\n\x16\x43LOCK_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12\x43LOCK_KIND_FISCHER\x10\x01\x12\x1b\n\x17\x43LOCK_KIND_TRIPLE_BLOCK\x10\x02*\xa3\x01\n\rClaimDecision\x12\x1e\n\x1a\x43LAIM_DECISION_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43LAIM_DECISION_UPHELD\x10\x01\x12\x1b\n\x17\x43LAIM_DECISION_REJECTED\x10\x02\x12\x1d\n\x19\x43LAIM_DECISION_UNRESOLVED\x10\x03\x12\x1b\n\x17\x43LAIM_DECISION_APPEALED\x10\x04\x32\xbc\x02\n\x0c\x43lockService\x12H\n\x08GetClock\x12\".arbiter.contracts.GetClockRequest\x1a\x18.arbiter.contracts.Clock\x12\x44\n\x06Refuel\x12 .arbiter.contracts.RefuelRequest\x1a\x18.arbiter.contracts.Clock\x12J\n\tFileClaim\x12#.arbiter.contracts.FileClaimRequest\x1a\x18.arbiter.contracts.Clock\x12P\n\x0cResolveClaim\x12&.arbiter.contracts.ResolveClaimRequest\x1a\x18.arbiter.contracts.Clockb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61rbiter/contracts/clock.proto\x12\x11\x61rbiter.contracts\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1e\x61rbiter/contracts/common.proto\"\xe7\x01\n\tSideClock\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x14\n\x0cremaining_ms\x18\x02 \x01(\x03\x12\x0f\n\x07\x62\x61nk_ms\x18\x03 \x01(\x03\x12\x14\n\x0cincrement_ms\x18\x04 \x01(\x03\x12\x12\n\nmoves_made\x18\x05 \x01(\x05\x12\x0b\n\x03sat\x18\x06 \x01(\x08\x12\x0e\n\x06online\x18\x07 \x01(\x08\x12\x0f\n\x07running\x18\x08 \x01(\x08\x12\x0f\n\x07\x62oosted\x18\t \x01(\x08\x12\x37\n\x13\x64isconnect_deadline\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xa8\x04\n\x05\x43lock\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12*\n\x04kind\x18\x02 \x01(\x0e\x32\x1c.arbiter.contracts.ClockKind\x12+\n\x05white\x18\x03 \x01(\x0b\x32\x1c.arbiter.contracts.SideClock\x12+\n\x05\x62lack\x18\x04 \x01(\x0b\x32\x1c.arbiter.contracts.SideClock\x12.\n\x0cside_to_move\x18\x05 \x01(\x0e\x32\x18.arbiter.contracts.Color\x12/\n\x0bserver_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08\x66inished\x18\x07 \x01(\x08\x12\x13\n\x0b\x63laim_state\x18\x08 \x01(\t\x12\x13\n\x0b\x63laimant_id\x18\t \x01(\t\x12\x0b\n\x03ply\x18\n \x01(\x05\x12\x31\n\rnext_deadline\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x63laim_reason\x18\x0c \x01(\t\x12\x32\n\x0e\x63laim_filed_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1a\n\x12\x63laim_both_stopped\x18\x0e \x01(\x08\x12\x33\n\x0btermination\x18\x0f \x01(\x0e\x32\x1e.arbiter.contracts.Termination\x12\x10\n\x08loser_id\x18\x10 \x01(\t\"\"\n\x0fGetClockRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"a\n\rRefuelRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x16\n\x0e\x61mount_seconds\x18\x03 \x01(\x03\"\\\n\x10\x46ileClaimRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\x83\x01\n\x13ResolveClaimRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x32\n\x08\x64\x65\x63ision\x18\x03 \x01(\x0e\x32 .arbiter.contracts.ClaimDecision*\\\n\tClockKind\x12\x1a\n\x16\x43LOCK_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12\x43LOCK_KIND_FISCHER\x10\x01\x12\x1b\n\x17\x43LOCK_KIND_TRIPLE_BLOCK\x10\x02*\xa3\x01\n\rClaimDecision\x12\x1e\n\x1a\x43LAIM_DECISION_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43LAIM_DECISION_UPHELD\x10\x01\x12\x1b\n\x17\x43LAIM_DECISION_REJECTED\x10\x02\x12\x1d\n\x19\x43LAIM_DECISION_UNRESOLVED\x10\x03\x12\x1b\n\x17\x43LAIM_DECISION_APPEALED\x10\x04\x32\xbc\x02\n\x0c\x43lockService\x12H\n\x08GetClock\x12\".arbiter.contracts.GetClockRequest\x1a\x18.arbiter.contracts.Clock\x12\x44\n\x06Refuel\x12 .arbiter.contracts.RefuelRequest\x1a\x18.arbiter.contracts.Clock\x12J\n\tFileClaim\x12#.arbiter.contracts.FileClaimRequest\x1a\x18.arbiter.contracts.Clock\x12P\n\x0cResolveClaim\x12&.arbiter.contracts.ResolveClaimRequest\x1a\x18.arbiter.contracts.Clockb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'arbiter.contracts.clock_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CLOCKKIND']._serialized_start=958
-  _globals['_CLOCKKIND']._serialized_end=1050
-  _globals['_CLAIMDECISION']._serialized_start=1053
-  _globals['_CLAIMDECISION']._serialized_end=1216
+  _globals['_CLOCKKIND']._serialized_start=1269
+  _globals['_CLOCKKIND']._serialized_end=1361
+  _globals['_CLAIMDECISION']._serialized_start=1364
+  _globals['_CLAIMDECISION']._serialized_end=1527
   _globals['_SIDECLOCK']._serialized_start=118
-  _globals['_SIDECLOCK']._serialized_end=275
-  _globals['_CLOCK']._serialized_start=278
-  _globals['_CLOCK']._serialized_end=593
-  _globals['_GETCLOCKREQUEST']._serialized_start=595
-  _globals['_GETCLOCKREQUEST']._serialized_end=629
-  _globals['_REFUELREQUEST']._serialized_start=631
-  _globals['_REFUELREQUEST']._serialized_end=728
-  _globals['_FILECLAIMREQUEST']._serialized_start=730
-  _globals['_FILECLAIMREQUEST']._serialized_end=822
-  _globals['_RESOLVECLAIMREQUEST']._serialized_start=825
-  _globals['_RESOLVECLAIMREQUEST']._serialized_end=956
-  _globals['_CLOCKSERVICE']._serialized_start=1219
-  _globals['_CLOCKSERVICE']._serialized_end=1535
+  _globals['_SIDECLOCK']._serialized_end=349
+  _globals['_CLOCK']._serialized_start=352
+  _globals['_CLOCK']._serialized_end=904
+  _globals['_GETCLOCKREQUEST']._serialized_start=906
+  _globals['_GETCLOCKREQUEST']._serialized_end=940
+  _globals['_REFUELREQUEST']._serialized_start=942
+  _globals['_REFUELREQUEST']._serialized_end=1039
+  _globals['_FILECLAIMREQUEST']._serialized_start=1041
+  _globals['_FILECLAIMREQUEST']._serialized_end=1133
+  _globals['_RESOLVECLAIMREQUEST']._serialized_start=1136
+  _globals['_RESOLVECLAIMREQUEST']._serialized_end=1267
+  _globals['_CLOCKSERVICE']._serialized_start=1530
+  _globals['_CLOCKSERVICE']._serialized_end=1846
 # @@protoc_insertion_point(module_scope)

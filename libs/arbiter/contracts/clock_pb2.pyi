@@ -33,7 +33,7 @@ CLAIM_DECISION_UNRESOLVED: ClaimDecision
 CLAIM_DECISION_APPEALED: ClaimDecision
 
 class SideClock(_message.Message):
-    __slots__ = ("player_id", "remaining_ms", "bank_ms", "increment_ms", "moves_made", "sat", "online", "running")
+    __slots__ = ("player_id", "remaining_ms", "bank_ms", "increment_ms", "moves_made", "sat", "online", "running", "boosted", "disconnect_deadline")
     PLAYER_ID_FIELD_NUMBER: _ClassVar[int]
     REMAINING_MS_FIELD_NUMBER: _ClassVar[int]
     BANK_MS_FIELD_NUMBER: _ClassVar[int]
@@ -42,6 +42,8 @@ class SideClock(_message.Message):
     SAT_FIELD_NUMBER: _ClassVar[int]
     ONLINE_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
+    BOOSTED_FIELD_NUMBER: _ClassVar[int]
+    DISCONNECT_DEADLINE_FIELD_NUMBER: _ClassVar[int]
     player_id: str
     remaining_ms: int
     bank_ms: int
@@ -50,10 +52,12 @@ class SideClock(_message.Message):
     sat: bool
     online: bool
     running: bool
-    def __init__(self, player_id: _Optional[str] = ..., remaining_ms: _Optional[int] = ..., bank_ms: _Optional[int] = ..., increment_ms: _Optional[int] = ..., moves_made: _Optional[int] = ..., sat: _Optional[bool] = ..., online: _Optional[bool] = ..., running: _Optional[bool] = ...) -> None: ...
+    boosted: bool
+    disconnect_deadline: _timestamp_pb2.Timestamp
+    def __init__(self, player_id: _Optional[str] = ..., remaining_ms: _Optional[int] = ..., bank_ms: _Optional[int] = ..., increment_ms: _Optional[int] = ..., moves_made: _Optional[int] = ..., sat: _Optional[bool] = ..., online: _Optional[bool] = ..., running: _Optional[bool] = ..., boosted: _Optional[bool] = ..., disconnect_deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Clock(_message.Message):
-    __slots__ = ("game_id", "kind", "white", "black", "side_to_move", "server_time", "finished", "claim_state", "claimant_id")
+    __slots__ = ("game_id", "kind", "white", "black", "side_to_move", "server_time", "finished", "claim_state", "claimant_id", "ply", "next_deadline", "claim_reason", "claim_filed_at", "claim_both_stopped", "termination", "loser_id")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     WHITE_FIELD_NUMBER: _ClassVar[int]
@@ -63,6 +67,13 @@ class Clock(_message.Message):
     FINISHED_FIELD_NUMBER: _ClassVar[int]
     CLAIM_STATE_FIELD_NUMBER: _ClassVar[int]
     CLAIMANT_ID_FIELD_NUMBER: _ClassVar[int]
+    PLY_FIELD_NUMBER: _ClassVar[int]
+    NEXT_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_REASON_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_FILED_AT_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_BOTH_STOPPED_FIELD_NUMBER: _ClassVar[int]
+    TERMINATION_FIELD_NUMBER: _ClassVar[int]
+    LOSER_ID_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     kind: ClockKind
     white: SideClock
@@ -72,7 +83,14 @@ class Clock(_message.Message):
     finished: bool
     claim_state: str
     claimant_id: str
-    def __init__(self, game_id: _Optional[str] = ..., kind: _Optional[_Union[ClockKind, str]] = ..., white: _Optional[_Union[SideClock, _Mapping]] = ..., black: _Optional[_Union[SideClock, _Mapping]] = ..., side_to_move: _Optional[_Union[_common_pb2.Color, str]] = ..., server_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished: _Optional[bool] = ..., claim_state: _Optional[str] = ..., claimant_id: _Optional[str] = ...) -> None: ...
+    ply: int
+    next_deadline: _timestamp_pb2.Timestamp
+    claim_reason: str
+    claim_filed_at: _timestamp_pb2.Timestamp
+    claim_both_stopped: bool
+    termination: _common_pb2.Termination
+    loser_id: str
+    def __init__(self, game_id: _Optional[str] = ..., kind: _Optional[_Union[ClockKind, str]] = ..., white: _Optional[_Union[SideClock, _Mapping]] = ..., black: _Optional[_Union[SideClock, _Mapping]] = ..., side_to_move: _Optional[_Union[_common_pb2.Color, str]] = ..., server_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished: _Optional[bool] = ..., claim_state: _Optional[str] = ..., claimant_id: _Optional[str] = ..., ply: _Optional[int] = ..., next_deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., claim_reason: _Optional[str] = ..., claim_filed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., claim_both_stopped: _Optional[bool] = ..., termination: _Optional[_Union[_common_pb2.Termination, str]] = ..., loser_id: _Optional[str] = ...) -> None: ...
 
 class GetClockRequest(_message.Message):
     __slots__ = ("game_id",)

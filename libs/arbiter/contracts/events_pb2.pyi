@@ -353,3 +353,19 @@ class RatingUpdated(_message.Message):
     before: _common_pb2.Rating
     after: _common_pb2.Rating
     def __init__(self, meta: _Optional[_Union[_common_pb2.EventMeta, _Mapping]] = ..., player_id: _Optional[str] = ..., game_id: _Optional[str] = ..., variant: _Optional[str] = ..., speed: _Optional[_Union[_common_pb2.Speed, str]] = ..., before: _Optional[_Union[_common_pb2.Rating, _Mapping]] = ..., after: _Optional[_Union[_common_pb2.Rating, _Mapping]] = ...) -> None: ...
+
+class OpeningDrawn(_message.Message):
+    __slots__ = ("meta", "competition_id", "competition", "opening", "no_repeat", "drawn_at")
+    META_FIELD_NUMBER: _ClassVar[int]
+    COMPETITION_ID_FIELD_NUMBER: _ClassVar[int]
+    COMPETITION_FIELD_NUMBER: _ClassVar[int]
+    OPENING_FIELD_NUMBER: _ClassVar[int]
+    NO_REPEAT_FIELD_NUMBER: _ClassVar[int]
+    DRAWN_AT_FIELD_NUMBER: _ClassVar[int]
+    meta: _common_pb2.EventMeta
+    competition_id: str
+    competition: _common_pb2.CompetitionRef
+    opening: _common_pb2.Opening
+    no_repeat: bool
+    drawn_at: _timestamp_pb2.Timestamp
+    def __init__(self, meta: _Optional[_Union[_common_pb2.EventMeta, _Mapping]] = ..., competition_id: _Optional[str] = ..., competition: _Optional[_Union[_common_pb2.CompetitionRef, _Mapping]] = ..., opening: _Optional[_Union[_common_pb2.Opening, _Mapping]] = ..., no_repeat: _Optional[bool] = ..., drawn_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

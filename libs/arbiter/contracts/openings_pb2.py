@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from arbiter.contracts import common_pb2 as arbiter_dot_contracts_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n arbiter/contracts/openings.proto\x12\x11\x61rbiter.contracts\x1a\x1e\x61rbiter/contracts/common.proto\"\xb8\x01\n\x12\x44rawOpeningRequest\x12\x36\n\x0b\x63ompetition\x18\x01 \x01(\x0b\x32!.arbiter.contracts.CompetitionRef\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12,\n\x04mode\x18\x03 \x01(\x0e\x32\x1e.arbiter.contracts.OpeningMode\x12\x18\n\x10thematic_opening\x18\x04 \x01(\x05\x12\x11\n\tno_repeat\x18\x05 \x01(\x08\"B\n\x13\x44rawOpeningResponse\x12+\n\x07opening\x18\x01 \x01(\x0b\x32\x1a.arbiter.contracts.Opening\"T\n\x13ListOpeningsRequest\x12\x0f\n\x07variant\x18\x01 \x01(\t\x12,\n\x04mode\x18\x02 \x01(\x0e\x32\x1e.arbiter.contracts.OpeningMode\"D\n\x14ListOpeningsResponse\x12,\n\x08openings\x18\x01 \x03(\x0b\x32\x1a.arbiter.contracts.Opening\"4\n\x11GetOpeningRequest\x12\x0f\n\x07variant\x18\x01 \x01(\t\x12\x0e\n\x06number\x18\x02 \x01(\x05\"\x83\x01\n\x11\x43heckRatedRequest\x12\x0f\n\x07variant\x18\x01 \x01(\t\x12,\n\x04mode\x18\x02 \x01(\x0e\x32\x1e.arbiter.contracts.OpeningMode\x12\x18\n\x10thematic_opening\x18\x03 \x01(\x05\x12\x15\n\rhome_and_away\x18\x04 \x01(\x08\";\n\x12\x43heckRatedResponse\x12\x15\n\rrated_allowed\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t2\xfa\x02\n\x0eOpeningService\x12\\\n\x0b\x44rawOpening\x12%.arbiter.contracts.DrawOpeningRequest\x1a&.arbiter.contracts.DrawOpeningResponse\x12_\n\x0cListOpenings\x12&.arbiter.contracts.ListOpeningsRequest\x1a\'.arbiter.contracts.ListOpeningsResponse\x12N\n\nGetOpening\x12$.arbiter.contracts.GetOpeningRequest\x1a\x1a.arbiter.contracts.Opening\x12Y\n\nCheckRated\x12$.arbiter.contracts.CheckRatedRequest\x1a%.arbiter.contracts.CheckRatedResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n arbiter/contracts/openings.proto\x12\x11\x61rbiter.contracts\x1a\x1e\x61rbiter/contracts/common.proto\"\xb8\x01\n\x12\x44rawOpeningRequest\x12\x36\n\x0b\x63ompetition\x18\x01 \x01(\x0b\x32!.arbiter.contracts.CompetitionRef\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12,\n\x04mode\x18\x03 \x01(\x0e\x32\x1e.arbiter.contracts.OpeningMode\x12\x18\n\x10thematic_opening\x18\x04 \x01(\x05\x12\x11\n\tno_repeat\x18\x05 \x01(\x08\"B\n\x13\x44rawOpeningResponse\x12+\n\x07opening\x18\x01 \x01(\x0b\x32\x1a.arbiter.contracts.Opening\"T\n\x13ListOpeningsRequest\x12\x0f\n\x07variant\x18\x01 \x01(\t\x12,\n\x04mode\x18\x02 \x01(\x0e\x32\x1e.arbiter.contracts.OpeningMode\"c\n\x14ListOpeningsResponse\x12,\n\x08openings\x18\x01 \x03(\x0b\x32\x1a.arbiter.contracts.Opening\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0e\n\x06source\x18\x03 \x01(\t\"4\n\x11GetOpeningRequest\x12\x0f\n\x07variant\x18\x01 \x01(\t\x12\x0e\n\x06number\x18\x02 \x01(\x05\"\x83\x01\n\x11\x43heckRatedRequest\x12\x0f\n\x07variant\x18\x01 \x01(\t\x12,\n\x04mode\x18\x02 \x01(\x0e\x32\x1e.arbiter.contracts.OpeningMode\x12\x18\n\x10thematic_opening\x18\x03 \x01(\x05\x12\x15\n\rhome_and_away\x18\x04 \x01(\x08\";\n\x12\x43heckRatedResponse\x12\x15\n\rrated_allowed\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t2\xfa\x02\n\x0eOpeningService\x12\\\n\x0b\x44rawOpening\x12%.arbiter.contracts.DrawOpeningRequest\x1a&.arbiter.contracts.DrawOpeningResponse\x12_\n\x0cListOpenings\x12&.arbiter.contracts.ListOpeningsRequest\x1a\'.arbiter.contracts.ListOpeningsResponse\x12N\n\nGetOpening\x12$.arbiter.contracts.GetOpeningRequest\x1a\x1a.arbiter.contracts.Opening\x12Y\n\nCheckRated\x12$.arbiter.contracts.CheckRatedRequest\x1a%.arbiter.contracts.CheckRatedResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,13 +39,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTOPENINGSREQUEST']._serialized_start=342
   _globals['_LISTOPENINGSREQUEST']._serialized_end=426
   _globals['_LISTOPENINGSRESPONSE']._serialized_start=428
-  _globals['_LISTOPENINGSRESPONSE']._serialized_end=496
-  _globals['_GETOPENINGREQUEST']._serialized_start=498
-  _globals['_GETOPENINGREQUEST']._serialized_end=550
-  _globals['_CHECKRATEDREQUEST']._serialized_start=553
-  _globals['_CHECKRATEDREQUEST']._serialized_end=684
-  _globals['_CHECKRATEDRESPONSE']._serialized_start=686
-  _globals['_CHECKRATEDRESPONSE']._serialized_end=745
-  _globals['_OPENINGSERVICE']._serialized_start=748
-  _globals['_OPENINGSERVICE']._serialized_end=1126
+  _globals['_LISTOPENINGSRESPONSE']._serialized_end=527
+  _globals['_GETOPENINGREQUEST']._serialized_start=529
+  _globals['_GETOPENINGREQUEST']._serialized_end=581
+  _globals['_CHECKRATEDREQUEST']._serialized_start=584
+  _globals['_CHECKRATEDREQUEST']._serialized_end=715
+  _globals['_CHECKRATEDRESPONSE']._serialized_start=717
+  _globals['_CHECKRATEDRESPONSE']._serialized_end=776
+  _globals['_OPENINGSERVICE']._serialized_start=779
+  _globals['_OPENINGSERVICE']._serialized_end=1157
 # @@protoc_insertion_point(module_scope)

@@ -36,10 +36,14 @@ class ListOpeningsRequest(_message.Message):
     def __init__(self, variant: _Optional[str] = ..., mode: _Optional[_Union[_common_pb2.OpeningMode, str]] = ...) -> None: ...
 
 class ListOpeningsResponse(_message.Message):
-    __slots__ = ("openings",)
+    __slots__ = ("openings", "title", "source")
     OPENINGS_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     openings: _containers.RepeatedCompositeFieldContainer[_common_pb2.Opening]
-    def __init__(self, openings: _Optional[_Iterable[_Union[_common_pb2.Opening, _Mapping]]] = ...) -> None: ...
+    title: str
+    source: str
+    def __init__(self, openings: _Optional[_Iterable[_Union[_common_pb2.Opening, _Mapping]]] = ..., title: _Optional[str] = ..., source: _Optional[str] = ...) -> None: ...
 
 class GetOpeningRequest(_message.Message):
     __slots__ = ("variant", "number")

@@ -61,25 +61,29 @@ class OpeningServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def DrawOpening(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The opening of one round (O-10), drawn once and stored: asking again returns the same one.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListOpenings(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """An official table, or the part of it a mode draws from, for the creation form (O-5..O-9).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetOpening(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One official opening by number; NOT_FOUND outside 1..174.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def CheckRated(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """R-4: whether the opening choice lets a tournament be rated, and why.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')

@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from arbiter.contracts import common_pb2 as arbiter_dot_contracts_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x61rbiter/contracts/rating.proto\x12\x11\x61rbiter.contracts\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1e\x61rbiter/contracts/common.proto\"\x86\x01\n\x0cPlayerRating\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12\'\n\x05speed\x18\x03 \x01(\x0e\x32\x18.arbiter.contracts.Speed\x12)\n\x06rating\x18\x04 \x01(\x0b\x32\x19.arbiter.contracts.Rating\"_\n\x10GetRatingRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12\'\n\x05speed\x18\x03 \x01(\x0e\x32\x18.arbiter.contracts.Speed\"a\n\x11GetRatingsRequest\x12\x12\n\nplayer_ids\x18\x01 \x03(\t\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12\'\n\x05speed\x18\x03 \x01(\x0e\x32\x18.arbiter.contracts.Speed\"F\n\x12GetRatingsResponse\x12\x30\n\x07ratings\x18\x01 \x03(\x0b\x32\x1f.arbiter.contracts.PlayerRating\"\x94\x01\n\x17GetRatingHistoryRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12\'\n\x05speed\x18\x03 \x01(\x0e\x32\x18.arbiter.contracts.Speed\x12,\n\x04page\x18\x04 \x01(\x0b\x32\x1e.arbiter.contracts.PageRequest\"\x9c\x01\n\x0cRatingChange\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12)\n\x06\x62\x65\x66ore\x18\x02 \x01(\x0b\x32\x19.arbiter.contracts.Rating\x12(\n\x05\x61\x66ter\x18\x03 \x01(\x0b\x32\x19.arbiter.contracts.Rating\x12&\n\x02\x61t\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"e\n\x18GetRatingHistoryResponse\x12\x30\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x1f.arbiter.contracts.RatingChange\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\xaa\x02\n\rRatingService\x12Q\n\tGetRating\x12#.arbiter.contracts.GetRatingRequest\x1a\x1f.arbiter.contracts.PlayerRating\x12Y\n\nGetRatings\x12$.arbiter.contracts.GetRatingsRequest\x1a%.arbiter.contracts.GetRatingsResponse\x12k\n\x10GetRatingHistory\x12*.arbiter.contracts.GetRatingHistoryRequest\x1a+.arbiter.contracts.GetRatingHistoryResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x61rbiter/contracts/rating.proto\x12\x11\x61rbiter.contracts\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1e\x61rbiter/contracts/common.proto\"\xe4\x01\n\x0cPlayerRating\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12\'\n\x05speed\x18\x03 \x01(\x0e\x32\x18.arbiter.contracts.Speed\x12)\n\x06rating\x18\x04 \x01(\x0b\x32\x19.arbiter.contracts.Rating\x12\x31\n\rlast_rated_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05\x61s_of\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"_\n\x10GetRatingRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12\'\n\x05speed\x18\x03 \x01(\x0e\x32\x18.arbiter.contracts.Speed\"a\n\x11GetRatingsRequest\x12\x12\n\nplayer_ids\x18\x01 \x03(\t\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12\'\n\x05speed\x18\x03 \x01(\x0e\x32\x18.arbiter.contracts.Speed\"F\n\x12GetRatingsResponse\x12\x30\n\x07ratings\x18\x01 \x03(\x0b\x32\x1f.arbiter.contracts.PlayerRating\"\x94\x01\n\x17GetRatingHistoryRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12\'\n\x05speed\x18\x03 \x01(\x0e\x32\x18.arbiter.contracts.Speed\x12,\n\x04page\x18\x04 \x01(\x0b\x32\x1e.arbiter.contracts.PageRequest\"\xc0\x01\n\x0cRatingChange\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12)\n\x06\x62\x65\x66ore\x18\x02 \x01(\x0b\x32\x19.arbiter.contracts.Rating\x12(\n\x05\x61\x66ter\x18\x03 \x01(\x0b\x32\x19.arbiter.contracts.Rating\x12&\n\x02\x61t\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0bopponent_id\x18\x05 \x01(\t\x12\r\n\x05score\x18\x06 \x01(\x01\"e\n\x18GetRatingHistoryResponse\x12\x30\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x1f.arbiter.contracts.RatingChange\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\xaa\x02\n\rRatingService\x12Q\n\tGetRating\x12#.arbiter.contracts.GetRatingRequest\x1a\x1f.arbiter.contracts.PlayerRating\x12Y\n\nGetRatings\x12$.arbiter.contracts.GetRatingsRequest\x1a%.arbiter.contracts.GetRatingsResponse\x12k\n\x10GetRatingHistory\x12*.arbiter.contracts.GetRatingHistoryRequest\x1a+.arbiter.contracts.GetRatingHistoryResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,19 +34,19 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'arbiter.contracts.rating_pb
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_PLAYERRATING']._serialized_start=119
-  _globals['_PLAYERRATING']._serialized_end=253
-  _globals['_GETRATINGREQUEST']._serialized_start=255
-  _globals['_GETRATINGREQUEST']._serialized_end=350
-  _globals['_GETRATINGSREQUEST']._serialized_start=352
-  _globals['_GETRATINGSREQUEST']._serialized_end=449
-  _globals['_GETRATINGSRESPONSE']._serialized_start=451
-  _globals['_GETRATINGSRESPONSE']._serialized_end=521
-  _globals['_GETRATINGHISTORYREQUEST']._serialized_start=524
-  _globals['_GETRATINGHISTORYREQUEST']._serialized_end=672
-  _globals['_RATINGCHANGE']._serialized_start=675
-  _globals['_RATINGCHANGE']._serialized_end=831
-  _globals['_GETRATINGHISTORYRESPONSE']._serialized_start=833
-  _globals['_GETRATINGHISTORYRESPONSE']._serialized_end=934
-  _globals['_RATINGSERVICE']._serialized_start=937
-  _globals['_RATINGSERVICE']._serialized_end=1235
+  _globals['_PLAYERRATING']._serialized_end=347
+  _globals['_GETRATINGREQUEST']._serialized_start=349
+  _globals['_GETRATINGREQUEST']._serialized_end=444
+  _globals['_GETRATINGSREQUEST']._serialized_start=446
+  _globals['_GETRATINGSREQUEST']._serialized_end=543
+  _globals['_GETRATINGSRESPONSE']._serialized_start=545
+  _globals['_GETRATINGSRESPONSE']._serialized_end=615
+  _globals['_GETRATINGHISTORYREQUEST']._serialized_start=618
+  _globals['_GETRATINGHISTORYREQUEST']._serialized_end=766
+  _globals['_RATINGCHANGE']._serialized_start=769
+  _globals['_RATINGCHANGE']._serialized_end=961
+  _globals['_GETRATINGHISTORYRESPONSE']._serialized_start=963
+  _globals['_GETRATINGHISTORYRESPONSE']._serialized_end=1064
+  _globals['_RATINGSERVICE']._serialized_start=1067
+  _globals['_RATINGSERVICE']._serialized_end=1365
 # @@protoc_insertion_point(module_scope)

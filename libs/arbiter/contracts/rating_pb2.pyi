@@ -11,16 +11,20 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class PlayerRating(_message.Message):
-    __slots__ = ("player_id", "variant", "speed", "rating")
+    __slots__ = ("player_id", "variant", "speed", "rating", "last_rated_at", "as_of")
     PLAYER_ID_FIELD_NUMBER: _ClassVar[int]
     VARIANT_FIELD_NUMBER: _ClassVar[int]
     SPEED_FIELD_NUMBER: _ClassVar[int]
     RATING_FIELD_NUMBER: _ClassVar[int]
+    LAST_RATED_AT_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
     player_id: str
     variant: str
     speed: _common_pb2.Speed
     rating: _common_pb2.Rating
-    def __init__(self, player_id: _Optional[str] = ..., variant: _Optional[str] = ..., speed: _Optional[_Union[_common_pb2.Speed, str]] = ..., rating: _Optional[_Union[_common_pb2.Rating, _Mapping]] = ...) -> None: ...
+    last_rated_at: _timestamp_pb2.Timestamp
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, player_id: _Optional[str] = ..., variant: _Optional[str] = ..., speed: _Optional[_Union[_common_pb2.Speed, str]] = ..., rating: _Optional[_Union[_common_pb2.Rating, _Mapping]] = ..., last_rated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class GetRatingRequest(_message.Message):
     __slots__ = ("player_id", "variant", "speed")
@@ -61,16 +65,20 @@ class GetRatingHistoryRequest(_message.Message):
     def __init__(self, player_id: _Optional[str] = ..., variant: _Optional[str] = ..., speed: _Optional[_Union[_common_pb2.Speed, str]] = ..., page: _Optional[_Union[_common_pb2.PageRequest, _Mapping]] = ...) -> None: ...
 
 class RatingChange(_message.Message):
-    __slots__ = ("game_id", "before", "after", "at")
+    __slots__ = ("game_id", "before", "after", "at", "opponent_id", "score")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     BEFORE_FIELD_NUMBER: _ClassVar[int]
     AFTER_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
+    OPPONENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     before: _common_pb2.Rating
     after: _common_pb2.Rating
     at: _timestamp_pb2.Timestamp
-    def __init__(self, game_id: _Optional[str] = ..., before: _Optional[_Union[_common_pb2.Rating, _Mapping]] = ..., after: _Optional[_Union[_common_pb2.Rating, _Mapping]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    opponent_id: str
+    score: float
+    def __init__(self, game_id: _Optional[str] = ..., before: _Optional[_Union[_common_pb2.Rating, _Mapping]] = ..., after: _Optional[_Union[_common_pb2.Rating, _Mapping]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., opponent_id: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
 
 class GetRatingHistoryResponse(_message.Message):
     __slots__ = ("changes", "next_page_token")

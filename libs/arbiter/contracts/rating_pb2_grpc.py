@@ -61,13 +61,15 @@ class RatingServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetRatings(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """At most 500 players per call; the answer keeps the order of `player_ids`.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetRatingHistory(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Newest game first; page_size 1..100 (0 means 20).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')

@@ -62,7 +62,7 @@ class TournamentSettings(_message.Message):
     def __init__(self, name: _Optional[str] = ..., variant: _Optional[str] = ..., time_control: _Optional[_Union[_common_pb2.TimeControl, _Mapping]] = ..., threshold: _Optional[int] = ..., capacity: _Optional[int] = ..., minimum_entrants: _Optional[int] = ..., starts_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., duration_minutes: _Optional[int] = ..., private: _Optional[bool] = ..., password: _Optional[str] = ..., rated: _Optional[bool] = ..., minimum_rating: _Optional[int] = ..., opening_mode: _Optional[_Union[_common_pb2.OpeningMode, str]] = ..., thematic_opening: _Optional[int] = ..., home_and_away: _Optional[bool] = ..., extra_round: _Optional[bool] = ...) -> None: ...
 
 class Tournament(_message.Message):
-    __slots__ = ("id", "creator_id", "settings", "state", "format", "rounds", "current_round", "entrants", "speed", "rated_note", "created_at", "cancel_reason")
+    __slots__ = ("id", "creator_id", "settings", "state", "format", "rounds", "current_round", "entrants", "speed", "rated_note", "created_at", "cancel_reason", "games_per_pairing", "closes_at", "finished_at", "notes", "finish_note")
     ID_FIELD_NUMBER: _ClassVar[int]
     CREATOR_ID_FIELD_NUMBER: _ClassVar[int]
     SETTINGS_FIELD_NUMBER: _ClassVar[int]
@@ -75,6 +75,11 @@ class Tournament(_message.Message):
     RATED_NOTE_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     CANCEL_REASON_FIELD_NUMBER: _ClassVar[int]
+    GAMES_PER_PAIRING_FIELD_NUMBER: _ClassVar[int]
+    CLOSES_AT_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    FINISH_NOTE_FIELD_NUMBER: _ClassVar[int]
     id: str
     creator_id: str
     settings: TournamentSettings
@@ -87,7 +92,12 @@ class Tournament(_message.Message):
     rated_note: str
     created_at: _timestamp_pb2.Timestamp
     cancel_reason: str
-    def __init__(self, id: _Optional[str] = ..., creator_id: _Optional[str] = ..., settings: _Optional[_Union[TournamentSettings, _Mapping]] = ..., state: _Optional[_Union[TournamentState, str]] = ..., format: _Optional[str] = ..., rounds: _Optional[int] = ..., current_round: _Optional[int] = ..., entrants: _Optional[int] = ..., speed: _Optional[_Union[_common_pb2.Speed, str]] = ..., rated_note: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cancel_reason: _Optional[str] = ...) -> None: ...
+    games_per_pairing: int
+    closes_at: _timestamp_pb2.Timestamp
+    finished_at: _timestamp_pb2.Timestamp
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    finish_note: str
+    def __init__(self, id: _Optional[str] = ..., creator_id: _Optional[str] = ..., settings: _Optional[_Union[TournamentSettings, _Mapping]] = ..., state: _Optional[_Union[TournamentState, str]] = ..., format: _Optional[str] = ..., rounds: _Optional[int] = ..., current_round: _Optional[int] = ..., entrants: _Optional[int] = ..., speed: _Optional[_Union[_common_pb2.Speed, str]] = ..., rated_note: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cancel_reason: _Optional[str] = ..., games_per_pairing: _Optional[int] = ..., closes_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., notes: _Optional[_Iterable[str]] = ..., finish_note: _Optional[str] = ...) -> None: ...
 
 class CreateTournamentRequest(_message.Message):
     __slots__ = ("actor", "settings", "request_id")
@@ -166,14 +176,20 @@ class GetStandingsRequest(_message.Message):
     def __init__(self, tournament_id: _Optional[str] = ...) -> None: ...
 
 class GetStandingsResponse(_message.Message):
-    __slots__ = ("tournament_id", "round", "rows")
+    __slots__ = ("tournament_id", "round", "rows", "explanations", "final", "format")
     TOURNAMENT_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
+    EXPLANATIONS_FIELD_NUMBER: _ClassVar[int]
+    FINAL_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
     tournament_id: str
     round: int
     rows: _containers.RepeatedCompositeFieldContainer[_events_pb2.StandingRow]
-    def __init__(self, tournament_id: _Optional[str] = ..., round: _Optional[int] = ..., rows: _Optional[_Iterable[_Union[_events_pb2.StandingRow, _Mapping]]] = ...) -> None: ...
+    explanations: _containers.RepeatedScalarFieldContainer[str]
+    final: bool
+    format: str
+    def __init__(self, tournament_id: _Optional[str] = ..., round: _Optional[int] = ..., rows: _Optional[_Iterable[_Union[_events_pb2.StandingRow, _Mapping]]] = ..., explanations: _Optional[_Iterable[str]] = ..., final: _Optional[bool] = ..., format: _Optional[str] = ...) -> None: ...
 
 class GetPairingsRequest(_message.Message):
     __slots__ = ("tournament_id", "round")
@@ -184,7 +200,7 @@ class GetPairingsRequest(_message.Message):
     def __init__(self, tournament_id: _Optional[str] = ..., round: _Optional[int] = ...) -> None: ...
 
 class GameRecord(_message.Message):
-    __slots__ = ("game_id", "white_id", "black_id", "result", "termination", "white_points", "black_points", "finished")
+    __slots__ = ("game_id", "white_id", "black_id", "result", "termination", "white_points", "black_points", "finished", "round", "board", "game_in_pairing", "rated", "opened")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     WHITE_ID_FIELD_NUMBER: _ClassVar[int]
     BLACK_ID_FIELD_NUMBER: _ClassVar[int]
@@ -193,6 +209,11 @@ class GameRecord(_message.Message):
     WHITE_POINTS_FIELD_NUMBER: _ClassVar[int]
     BLACK_POINTS_FIELD_NUMBER: _ClassVar[int]
     FINISHED_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    BOARD_FIELD_NUMBER: _ClassVar[int]
+    GAME_IN_PAIRING_FIELD_NUMBER: _ClassVar[int]
+    RATED_FIELD_NUMBER: _ClassVar[int]
+    OPENED_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     white_id: str
     black_id: str
@@ -201,27 +222,50 @@ class GameRecord(_message.Message):
     white_points: int
     black_points: int
     finished: bool
-    def __init__(self, game_id: _Optional[str] = ..., white_id: _Optional[str] = ..., black_id: _Optional[str] = ..., result: _Optional[_Union[_common_pb2.GameResult, str]] = ..., termination: _Optional[_Union[_common_pb2.Termination, str]] = ..., white_points: _Optional[int] = ..., black_points: _Optional[int] = ..., finished: _Optional[bool] = ...) -> None: ...
+    round: int
+    board: int
+    game_in_pairing: int
+    rated: bool
+    opened: bool
+    def __init__(self, game_id: _Optional[str] = ..., white_id: _Optional[str] = ..., black_id: _Optional[str] = ..., result: _Optional[_Union[_common_pb2.GameResult, str]] = ..., termination: _Optional[_Union[_common_pb2.Termination, str]] = ..., white_points: _Optional[int] = ..., black_points: _Optional[int] = ..., finished: _Optional[bool] = ..., round: _Optional[int] = ..., board: _Optional[int] = ..., game_in_pairing: _Optional[int] = ..., rated: _Optional[bool] = ..., opened: _Optional[bool] = ...) -> None: ...
 
 class RoundPairings(_message.Message):
-    __slots__ = ("round", "opening", "games", "bye_id", "bye_points")
+    __slots__ = ("round", "opening", "games", "bye_id", "bye_points", "engine", "notes")
     ROUND_FIELD_NUMBER: _ClassVar[int]
     OPENING_FIELD_NUMBER: _ClassVar[int]
     GAMES_FIELD_NUMBER: _ClassVar[int]
     BYE_ID_FIELD_NUMBER: _ClassVar[int]
     BYE_POINTS_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
     round: int
     opening: _common_pb2.Opening
     games: _containers.RepeatedCompositeFieldContainer[GameRecord]
     bye_id: str
     bye_points: int
-    def __init__(self, round: _Optional[int] = ..., opening: _Optional[_Union[_common_pb2.Opening, _Mapping]] = ..., games: _Optional[_Iterable[_Union[GameRecord, _Mapping]]] = ..., bye_id: _Optional[str] = ..., bye_points: _Optional[int] = ...) -> None: ...
+    engine: str
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, round: _Optional[int] = ..., opening: _Optional[_Union[_common_pb2.Opening, _Mapping]] = ..., games: _Optional[_Iterable[_Union[GameRecord, _Mapping]]] = ..., bye_id: _Optional[str] = ..., bye_points: _Optional[int] = ..., engine: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class EntrantLine(_message.Message):
+    __slots__ = ("player_id", "berger_number", "initial_rank", "rating")
+    PLAYER_ID_FIELD_NUMBER: _ClassVar[int]
+    BERGER_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    INITIAL_RANK_FIELD_NUMBER: _ClassVar[int]
+    RATING_FIELD_NUMBER: _ClassVar[int]
+    player_id: str
+    berger_number: int
+    initial_rank: int
+    rating: float
+    def __init__(self, player_id: _Optional[str] = ..., berger_number: _Optional[int] = ..., initial_rank: _Optional[int] = ..., rating: _Optional[float] = ...) -> None: ...
 
 class GetPairingsResponse(_message.Message):
-    __slots__ = ("rounds",)
+    __slots__ = ("rounds", "entrants")
     ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    ENTRANTS_FIELD_NUMBER: _ClassVar[int]
     rounds: _containers.RepeatedCompositeFieldContainer[RoundPairings]
-    def __init__(self, rounds: _Optional[_Iterable[_Union[RoundPairings, _Mapping]]] = ...) -> None: ...
+    entrants: _containers.RepeatedCompositeFieldContainer[EntrantLine]
+    def __init__(self, rounds: _Optional[_Iterable[_Union[RoundPairings, _Mapping]]] = ..., entrants: _Optional[_Iterable[_Union[EntrantLine, _Mapping]]] = ...) -> None: ...
 
 class ListUpcomingTournamentsRequest(_message.Message):
     __slots__ = ("page", "variant")

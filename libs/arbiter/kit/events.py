@@ -48,11 +48,13 @@ TOURNAMENT_CANCELLED = Topic("tournament.cancelled", ev.TournamentCancelled, "to
 ARENA_CREATED = Topic("arena.created", ev.ArenaCreated, "arena_id")
 ARENA_FINISHED = Topic("arena.finished", ev.ArenaFinished, "arena_id")
 RATING_UPDATED = Topic("rating.updated", ev.RatingUpdated, "player_id")
+OPENING_DRAWN = Topic("opening.drawn", ev.OpeningDrawn, "competition_id")
 
 ALL_TOPICS: tuple[Topic, ...] = (
     GAME_REQUESTED, GAME_STARTED, MOVE_MADE, PRESENCE_CHANGED, GAME_FINISHED, GAME_ABANDONED,
     CLOCK_FLAGGED, CLOCK_STATE, BOOST_TAKEN, TOURNAMENT_CREATED, TOURNAMENT_STARTED, ROUND_PAIRED,
     TOURNAMENT_FINISHED, TOURNAMENT_CANCELLED, ARENA_CREATED, ARENA_FINISHED, RATING_UPDATED,
+    OPENING_DRAWN,
 )
 _BY_NAME = {topic.name: topic for topic in ALL_TOPICS}
 _BY_MESSAGE = {topic.message: topic for topic in ALL_TOPICS}
