@@ -135,9 +135,8 @@ def test_thematic_may_choose_any_of_the_174() -> None:
     assert len(eligible(load_table("english"), OpeningMode.THEMATIC)) == 174
 
 
-# --- the project data against the shared source files -------------------------------------
+# --- the project data against the shared source files (shared/ is beside the checkout, also in CI) ---
 
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared/ is not beside the repository")
 
 
 def _fen_sets(fen: str) -> tuple[str, frozenset[int], frozenset[int]]:
@@ -146,7 +145,6 @@ def _fen_sets(fen: str) -> tuple[str, frozenset[int], frozenset[int]]:
     return side, pieces["W"], pieces["B"]
 
 
-@needs_shared
 def test_italian_matches_the_shared_source() -> None:
     source = json.loads((SHARED / "italian_fid.json").read_text("utf-8"))
     assert source["counts"]["cumulative"] == {"PARI+1": 83, "PARI..2": 126, "PARI..3": 166, "all": 174}
@@ -160,7 +158,6 @@ def test_italian_matches_the_shared_source() -> None:
         assert _fen_sets(opening.fen_after) == ("B", frozenset(after["white"]), frozenset(after["black"]))
 
 
-@needs_shared
 def test_english_matches_the_shared_source() -> None:
     source = json.loads((SHARED / "english_3move.json").read_text("utf-8"))
     assert source["counts"]["pask_bands"] == {
