@@ -12,6 +12,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from arbiter.kit.auth import AuthInterceptor, ServiceKey
 from arbiter.kit.errors import ServiceError
 from arbiter.kit.metrics import Metrics
 
@@ -117,11 +118,19 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
 
 async def start_grpc_server(
     host: str, port: int, services: Sequence[GrpcService], metrics: Metrics,
-    max_message_bytes: int = 1 << 20,
+    max_message_bytes: int = 1 << 20, auth_keys: dict[str, ServiceKey] | None = None,
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer, int]:
-    """Start a server with `services`, health and reflection; return it, its health servicer and its port."""
+    """Start a server with `services`, health and reflection; return it, its health servicer and its port.
+
+    With `auth_keys`, every call but health and reflection needs a valid service token.
+    """
+    interceptors: list[grpc.aio.ServerInterceptor] = [ServiceInterceptor(metrics)]
+    if auth_keys:
+        interceptors.insert(0, AuthInterceptor(auth_keys, metrics))
+    else:
+        log.warning("gRPC authentication is OFF (AUTH_KEYS is empty): for development only")
     server = grpc.aio.server(
-        interceptors=[ServiceInterceptor(metrics)],
+        interceptors=interceptors,
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", 16 * max_message_bytes),

@@ -10,10 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncpg
+import grpc
 import redis.asyncio as aioredis
 from faststream.kafka import KafkaBroker
 
+from arbiter.kit.auth import ServiceKey, TokenSigner, parse_keys, signing_key
 from arbiter.kit.db import create_pool, migrate, migrations_in
+from arbiter.kit.grpcclient import open_channel
 from arbiter.kit.grpcserver import GrpcService, start_grpc_server
 from arbiter.kit.kafka import ensure_topics, make_broker, outbox_publisher, run_lag_monitor
 from arbiter.kit.metrics import Metrics
@@ -38,6 +41,12 @@ class Infrastructure:
     redis: aioredis.Redis
     broker: KafkaBroker
     outbox: Outbox
+    auth_keys: dict[str, ServiceKey] = field(default_factory=dict)
+    signer: TokenSigner | None = None
+
+    def open_channel(self, address: str) -> grpc.aio.Channel:
+        """A channel to another service's gRPC API, carrying this service's token when auth is on."""
+        return open_channel(address, self.signer)
 
     async def close(self) -> None:
         """Close every client (the broker is stopped by the runtime)."""
@@ -49,6 +58,9 @@ async def connect(settings: KitSettings, service: str, migrations_dir: Path) -> 
     """Create the pool (schema = service), apply migrations, ensure topics, build broker and outbox."""
     metrics = Metrics(service)
     time_source = TimeSource(settings.time_scale, settings.time_origin)
+    # Parse the keys before connecting anything: a bad key must stop the start at once.
+    auth_keys = parse_keys(settings.auth_keys.get_secret_value())
+    own_key = signing_key(settings.auth_signing_key.get_secret_value())
     pool = await create_pool(settings.database_url, service, settings.db_pool_min, settings.db_pool_max)
     applied = await migrate(pool, service, migrations_in(migrations_dir, service))
     if applied:
@@ -59,6 +71,7 @@ async def connect(settings: KitSettings, service: str, migrations_dir: Path) -> 
     return Infrastructure(
         service=service, settings=settings, metrics=metrics, time_source=time_source, pool=pool,
         redis=redis_client, broker=broker, outbox=Outbox(service, time_source),
+        auth_keys=auth_keys, signer=TokenSigner(own_key, service) if own_key else None,
     )
 
 
@@ -81,7 +94,7 @@ class ServiceRuntime:
         metrics_server, metrics_thread = infra.metrics.serve(settings.metrics_host, settings.metrics_port)
         await infra.broker.start()
         server, health_servicer, port = await start_grpc_server(
-            settings.grpc_host, settings.grpc_port, self.grpc_services, infra.metrics
+            settings.grpc_host, settings.grpc_port, self.grpc_services, infra.metrics, auth_keys=infra.auth_keys
         )
         relay = OutboxRelay(infra.pool, infra.service, outbox_publisher(infra.broker), infra.metrics)
         tasks = [

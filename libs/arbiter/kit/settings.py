@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypeVar
 
-from pydantic import Field, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -33,6 +33,11 @@ class KitSettings(BaseSettings):
     db_pool_min: int = Field(default=1, ge=1)
     db_pool_max: int = Field(default=10, ge=1)
     grpc_grace_seconds: float = Field(default=5.0, ge=0)
+    # Service tokens (arbiter.kit.auth): keys accepted from callers, `id:secret,...`; empty turns
+    # authentication off (development only: the service says so at start).
+    auth_keys: SecretStr = SecretStr("")
+    # The one `id:secret` this service signs its own outgoing calls with.
+    auth_signing_key: SecretStr = SecretStr("")
 
 
 SettingsT = TypeVar("SettingsT", bound=BaseSettings)
