@@ -1,0 +1,83 @@
+"""The arena's pure rules in one import: cooldowns, matching, scoring, leaderboard (SPEC AR-2..AR-6).
+
+The rules live in `arena_matching` (AR-2, AR-3) and `arena_scoring`
+(AR-4, AR-5, AR-6); the arena service imports them from here.
+"""
+
+from __future__ import annotations
+
+from arbiter.competition.arena_matching import (
+    COOLDOWN_STEP,
+    DEFAULT_REACH,
+    ArenaPairing,
+    Cooldowns,
+    WaitingPlayer,
+    assign_colours,
+    cooldown_pairs,
+    match_waiting,
+    may_meet_again,
+    next_allowed_meeting,
+    rematch_cooldown,
+)
+from arbiter.competition.arena_scoring import (
+    BOOST_FACTOR,
+    DRAW_POINTS,
+    LEADERBOARD_WINS_SCALE,
+    LOSS_POINTS,
+    MAX_LEADERBOARD_POINTS,
+    MAX_LEADERBOARD_WINS,
+    STREAK_AFTER_WINS,
+    STREAK_WIN_POINTS,
+    WIN_POINTS,
+    ArenaError,
+    ArenaGame,
+    ArenaPlayerRecord,
+    ArenaResult,
+    LeaderboardRow,
+    Outcome,
+    PlayerId,
+    game_points,
+    leaderboard_points_and_wins,
+    leaderboard_score,
+    rank_records,
+    recompute_leaderboard,
+    recompute_records,
+    score_game,
+)
+
+__all__ = [
+    "BOOST_FACTOR",
+    "COOLDOWN_STEP",
+    "DEFAULT_REACH",
+    "DRAW_POINTS",
+    "LEADERBOARD_WINS_SCALE",
+    "LOSS_POINTS",
+    "MAX_LEADERBOARD_POINTS",
+    "MAX_LEADERBOARD_WINS",
+    "STREAK_AFTER_WINS",
+    "STREAK_WIN_POINTS",
+    "WIN_POINTS",
+    "ArenaError",
+    "ArenaGame",
+    "ArenaPairing",
+    "ArenaPlayerRecord",
+    "ArenaResult",
+    "Cooldowns",
+    "LeaderboardRow",
+    "Outcome",
+    "PlayerId",
+    "WaitingPlayer",
+    "assign_colours",
+    "cooldown_pairs",
+    "game_points",
+    "leaderboard_points_and_wins",
+    "leaderboard_score",
+    "match_waiting",
+    "may_meet_again",
+    "next_allowed_meeting",
+    "rank_records",
+    "recompute_leaderboard",
+    "recompute_records",
+    "rematch_cooldown",
+    "score_game",
+]
