@@ -13,7 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from arbiter.kit.auth import AuthInterceptor, ServiceKey
-from arbiter.kit.errors import ServiceError
+from arbiter.kit.errors import InvalidArgument, ServiceError
 from arbiter.kit.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,28 @@ class _Call:
             log.info("refused %s: %s", self.method, code.name, extra={"details": context.details()})
 
 
+def nul_field(message: Any, prefix: str = "") -> str | None:
+    """The path of the first string field holding a NUL character, or None.
+
+    PostgreSQL text cannot store NUL; refusing it at the door keeps it out of every service.
+    """
+    for field, value in message.ListFields():
+        name = f"{prefix}{field.name}"
+        if field.type == field.TYPE_STRING:
+            values = value if field.is_repeated else (value,)
+            if any("\x00" in item for item in values):
+                return name
+        elif field.type == field.TYPE_MESSAGE:
+            if field.message_type.GetOptions().map_entry:
+                continue
+            values = value if field.is_repeated else (value,)
+            for index, item in enumerate(values):
+                inner = nul_field(item, f"{name}[{index}]." if field.is_repeated else f"{name}.")
+                if inner:
+                    return inner
+    return None
+
+
 class ServiceInterceptor(grpc.aio.ServerInterceptor):
     """Turns ServiceError/ValueError into status codes with their message, and times every call."""
 
@@ -82,6 +104,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 call = _Call(metrics, method)
                 try:
+                    _refuse_nul(request)
                     return await inner(request, context)
                 except grpc.aio.AbortError:
                     raise
@@ -100,6 +123,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 call = _Call(metrics, method)
                 try:
+                    _refuse_nul(request)
                     async for response in inner_stream(request, context):
                         yield response
                 except grpc.aio.AbortError:
@@ -114,6 +138,12 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
                 response_serializer=handler.response_serializer,
             )
         return handler
+
+
+def _refuse_nul(request: Any) -> None:
+    field = nul_field(request)
+    if field is not None:
+        raise InvalidArgument(f"{field} contains a NUL character; text fields cannot hold it")
 
 
 async def start_grpc_server(
