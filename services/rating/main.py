@@ -1,4 +1,8 @@
-"""Composition root of the rating service: the row of DESIGN.md's table, wired through the kit."""
+"""Composition root of the rating service: the row of DESIGN.md's table, wired through the kit.
+
+Consumes game.finished, keeps Glicko-2 per (player, variant, speed) in PostgreSQL, answers
+RatingService over gRPC and publishes rating.updated through the outbox (R-1, R-3..R-5).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,14 @@ import logging
 from pathlib import Path
 
 from arbiter.contracts import rating_pb2_grpc
+from arbiter.kit import events
 from arbiter.kit.grpcserver import GrpcService
+from arbiter.kit.kafka import subscribe
 from arbiter.kit.logs import configure_logging
 from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
+from services.rating.api import RatingServicer
+from services.rating.consumer import CONSUMER, GameFinishedHandler, RatingMetrics
 from services.rating.settings import RatingSettings
 
 log = logging.getLogger(__name__)
@@ -21,7 +29,12 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 async def serve(settings: RatingSettings, stop: asyncio.Event | None = None) -> None:
     """Connect, wire the handlers and serve until stopped."""
     infra = await connect(settings, SERVICE, MIGRATIONS)
-    servicer = rating_pb2_grpc.RatingServiceServicer()
+    handler = GameFinishedHandler(infra.pool, infra.outbox, RatingMetrics(infra.metrics), infra.time_source)
+    subscribe(
+        infra.broker, settings, infra.metrics, events.GAME_FINISHED, CONSUMER, handler,
+        batch=True, max_records=settings.rating_batch_size,
+    )
+    servicer = RatingServicer(infra.pool, infra.time_source)
     grpc_services = [
         GrpcService(
             "arbiter.contracts.RatingService",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from arbiter.kit.settings import KitSettings
 
 
@@ -10,3 +12,5 @@ class RatingSettings(KitSettings):
 
     grpc_port: int = 50054
     metrics_port: int = 9104
+    # GameFinished events rated per transaction: larger batches amortise the round trips.
+    rating_batch_size: int = Field(default=1000, ge=1, le=10_000)

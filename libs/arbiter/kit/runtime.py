@@ -18,7 +18,7 @@ from arbiter.kit.auth import ServiceKey, TokenSigner, parse_keys, signing_key
 from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.grpcclient import open_channel
 from arbiter.kit.grpcserver import GrpcService, start_grpc_server
-from arbiter.kit.kafka import ensure_topics, make_broker, outbox_publisher, run_lag_monitor
+from arbiter.kit.kafka import ensure_topics, make_broker, make_outbox_producer, outbox_publisher, run_lag_monitor
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox, OutboxRelay
 from arbiter.kit.settings import KitSettings
@@ -93,10 +93,12 @@ class ServiceRuntime:
             loop.add_signal_handler(signum, stop.set)
         metrics_server, metrics_thread = infra.metrics.serve(settings.metrics_host, settings.metrics_port)
         await infra.broker.start()
+        producer = make_outbox_producer(settings, infra.service)
+        await producer.start()
         server, health_servicer, port = await start_grpc_server(
             settings.grpc_host, settings.grpc_port, self.grpc_services, infra.metrics, auth_keys=infra.auth_keys
         )
-        relay = OutboxRelay(infra.pool, infra.service, outbox_publisher(infra.broker), infra.metrics)
+        relay = OutboxRelay(infra.pool, infra.service, outbox_publisher(producer), infra.metrics)
         tasks = [
             asyncio.create_task(self._guard(task, stop), name=getattr(task, "__qualname__", "task"))
             for task in (relay.run, lambda s: run_lag_monitor(infra.broker, infra.metrics, s), *self.background)
@@ -116,6 +118,7 @@ class ServiceRuntime:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
+            await producer.stop()
             await infra.broker.stop()
             await infra.close()
             metrics_server.shutdown()

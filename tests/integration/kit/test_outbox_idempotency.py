@@ -19,7 +19,7 @@ from arbiter.devstack.processes import ManagedProcess
 from arbiter.kit import events
 from arbiter.kit.db import create_pool, migrate
 from arbiter.kit.idempotency import first_delivery
-from arbiter.kit.kafka import make_broker, outbox_publisher, subscribe
+from arbiter.kit.kafka import make_broker, make_outbox_producer, outbox_publisher, subscribe
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox, OutboxRelay
 from arbiter.kit.settings import KitSettings
@@ -92,8 +92,11 @@ async def test_outbox_event_is_published_once_saved_and_a_duplicate_changes_noth
     await consumer_broker.start()
     await producer_broker.start()
     try:
-        relay = OutboxRelay(producer, "kit_producer", outbox_publisher(producer_broker), Metrics("kit_producer"))
+        outbox_producer = make_outbox_producer(settings, "kit_producer")
+        await outbox_producer.start()
+        relay = OutboxRelay(producer, "kit_producer", outbox_publisher(outbox_producer), Metrics("kit_producer"))
         assert await relay.relay_once() >= 1
+        await outbox_producer.stop()
         assert await producer.fetchval("SELECT count(*) FROM outbox WHERE key = $1", game_id) == 0
 
         async def applied() -> bool:
@@ -142,8 +145,11 @@ async def test_sigkill_after_effect_before_offset_commit_redelivers_and_effect_h
         async with producer.acquire() as connection, connection.transaction():
             await connection.execute("INSERT INTO games VALUES ($1, 'white')", game_id)
             await Outbox("kit_producer", TimeSource()).add(connection, finished(game_id))
-        relay = OutboxRelay(producer, "kit_producer", outbox_publisher(broker), Metrics("kit_producer"))
+        outbox_producer = make_outbox_producer(settings, "kit_producer")
+        await outbox_producer.start()
+        relay = OutboxRelay(producer, "kit_producer", outbox_publisher(outbox_producer), Metrics("kit_producer"))
         await relay.relay_once()
+        await outbox_producer.stop()
 
         deadline = time.monotonic() + 60
         while not first.exited() and time.monotonic() < deadline:

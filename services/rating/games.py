@@ -1,0 +1,119 @@
+"""Between the contracts and the rules: a GameFinished judged (R-1, R-3, T-18, T-19), a rating as a message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from datetime import UTC
+
+from arbiter.contracts import common_pb2
+from arbiter.contracts import events_pb2 as ev
+from arbiter.draughts.variants import variant_by_name
+from arbiter.rating import RatedReason, ResultKind, is_game_rated
+from arbiter.rating.ledger import GameToRate, PlayerState
+
+# Metric label of an event the service cannot rate although it says rated (logged, never retried).
+INVALID = "invalid"
+SPEEDS = frozenset(value for value in common_pb2.Speed.values() if value != common_pb2.SPEED_UNSPECIFIED)
+_WHITE_SCORE = {
+    common_pb2.GAME_RESULT_WHITE_WINS: 1.0,
+    common_pb2.GAME_RESULT_BLACK_WINS: 0.0,
+    common_pb2.GAME_RESULT_DRAW: 0.5,
+}
+
+
+@dataclass(frozen=True, order=True)
+class Pool:
+    """One rating per player per pool: R-1, R-5's (variant, speed)."""
+
+    variant: str
+    speed: int
+
+    @property
+    def lock_name(self) -> str:
+        """The advisory lock that serialises writes to this pool across replicas."""
+        return f"rating:{self.variant}:{self.speed}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What to do with one event: rate `game` in `pool`, or ignore it for `reason`."""
+
+    event_id: str
+    reason: str
+    pool: Pool | None = None
+    game: GameToRate | None = None
+    problem: str = ""
+
+    @property
+    def rated(self) -> bool:
+        """Whether the game moves ratings."""
+        return self.game is not None
+
+
+def result_kind(event: ev.GameFinished) -> ResultKind:
+    """How the game ended as far as rating is concerned (T-18, T-19)."""
+    if event.termination == common_pb2.TERMINATION_BUSY_FORFEIT:
+        return ResultKind.BUSY_FORFEIT
+    if event.termination == common_pb2.TERMINATION_BOTH_ABSENT or event.result == common_pb2.GAME_RESULT_BOTH_LOSE:
+        return ResultKind.BOTH_ABSENT
+    return ResultKind.PLAYED
+
+
+@lru_cache(maxsize=1024)  # every event names its pool; a handful of distinct ones exist
+def pool_of(variant: str, speed: int) -> Pool:
+    """The pool of a (variant, speed); ValueError with a message for people when either is unknown."""
+    if not variant.strip():
+        raise ValueError("variant is required (international, english, italian, russian, brazilian, ...)")
+    canonical = variant_by_name(variant).value
+    if speed not in SPEEDS:
+        known = ", ".join(name.removeprefix("SPEED_").lower() for name, v in common_pb2.Speed.items() if v in SPEEDS)
+        given = "is required" if speed == common_pb2.SPEED_UNSPECIFIED else f"{speed} is unknown"
+        raise ValueError(f"speed {given}: one of {known} (R-6)")
+    return Pool(canonical, speed)
+
+
+def judge(event: ev.GameFinished) -> Verdict:
+    """Decide whether `event`'s game is rated (`is_game_rated`) and, if so, what to rate."""
+    event_id = event.meta.event_id
+    # A competition game without an opponent is a bye (T-8); byes are scored by pairing and
+    # should never arrive here, but one that does must not move a rating.
+    is_bye = not event.white_id or not event.black_id
+    # R-3: "sat" means moved; a NEVER_SAT termination says one side did not, whatever the flags.
+    both_sat = event.white_sat and event.black_sat and event.termination != common_pb2.TERMINATION_NEVER_SAT
+    rated, reason = is_game_rated(event.rated, result_kind(event), both_sat, is_bye)
+    if not rated:
+        return Verdict(event_id, reason.value)
+    problem = ""
+    pool = None
+    try:
+        pool = pool_of(event.variant, event.speed)
+    except ValueError as error:
+        problem = str(error)
+    if not event.game_id:
+        problem = "no game id"
+    elif event.white_id == event.black_id:
+        problem = f"{event.white_id} cannot play themselves"
+    elif event.result not in _WHITE_SCORE:
+        problem = f"a rated game needs a win or a draw, not {common_pb2.GameResult.Name(event.result)}"
+    elif not event.HasField("finished_at"):
+        # The finish time orders the pool (see ledger); a made-up one would misplace the game.
+        problem = "no finished_at"
+    if problem or pool is None:
+        return Verdict(event_id, INVALID, problem=problem)
+    game = GameToRate(
+        game_id=event.game_id,
+        finished_at=event.finished_at.ToDatetime(tzinfo=UTC),
+        white_id=event.white_id,
+        black_id=event.black_id,
+        white_score=_WHITE_SCORE[event.result],
+    )
+    return Verdict(event_id, RatedReason.RATED.value, pool, game)
+
+
+def rating_message(state: PlayerState) -> common_pb2.Rating:
+    """A player's state as the contracts' Rating (provisional while RD >= 110, R-5)."""
+    return common_pb2.Rating(
+        rating=state.rating.rating, deviation=state.rating.rd, volatility=state.rating.vol,
+        provisional=state.rating.is_provisional, games=state.games,
+    )
