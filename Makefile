@@ -23,7 +23,7 @@ proto-check: setup
 	$(BIN)/python proto/generate.py --check
 
 run: setup
-	$(BIN)/arbiter up
+	$(BIN)/arbiter up --demo
 
 test: setup proto-check tools
 	$(BIN)/pytest

@@ -47,6 +47,8 @@ class _Call:
         if isinstance(error, ValueError):
             # The pure rules raise XxxError(ValueError) with messages written for people.
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+        if isinstance(error, NotImplementedError):
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{self.method} is not implemented")
         self.metrics.errors.labels(self.metrics.service, "grpc").inc()
         log.exception("unexpected error in %s", self.method)
         await context.abort(grpc.StatusCode.INTERNAL, "internal error; it has been logged")

@@ -1,41 +1,56 @@
-"""`arbiter up`: run the whole system on this machine until Ctrl-C."""
+"""`arbiter up`: run the whole system on this machine until Ctrl-C; with --demo, play the demo scenario."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import signal
+import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 from arbiter.devstack.stack import SystemStack
+
+# The demo plays about an hour of competition time; at 40x it takes a minute or two of wall time.
+DEMO_TIME_SCALE = 40.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `up` subcommand."""
     parser = subparsers.add_parser(
-        "up", help="run the embedded infrastructure and the five services until Ctrl-C",
+        "up", help="run the embedded infrastructure and the five services until Ctrl-C (--demo: and play)",
         description="Start tansu, Redis and PostgreSQL (or use KAFKA_BOOTSTRAP_SERVERS, REDIS_URL, DATABASE_URL "
-                    "when reachable), migrate, start the five services and print every address.",
+                    "when reachable), migrate, start the five services and print every address. With --demo, "
+                    "the play-site simulator then plays the demo scenario (round robin, forced double, Swiss with "
+                    "home and away on an Italian opening draw, arena, Triple Block game) with a live view and "
+                    "prints the final tables.",
     )
     parser.add_argument("--state-dir", type=Path, default=Path(".arbiter"), help="logs and embedded PostgreSQL data")
-    parser.add_argument("--time-scale", type=float, default=1.0, help="competition seconds per real second")
+    parser.add_argument("--time-scale", type=float, default=None,
+                        help=f"competition seconds per real second (default 1; {DEMO_TIME_SCALE:g} with --demo)")
     parser.add_argument("--free-ports", action="store_true", help="pick free ports instead of the defaults")
     parser.add_argument("--exit-when-serving", action="store_true", help="stop once every service is SERVING")
-    parser.add_argument("--json", action="store_true", help="print the addresses as JSON")
+    parser.add_argument("--demo", action="store_true", help="play the demo scenario with a live terminal view")
+    parser.add_argument("--exit-when-done", action="store_true", help="with --demo: stop after the final tables")
+    parser.add_argument("--seed", type=int, default=1, help="with --demo: seed of the moves and behaviours")
+    parser.add_argument("--json", action="store_true", help="print the addresses (and the demo report) as JSON")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Start everything, print the addresses, wait for Ctrl-C, stop everything."""
+    """Start everything, print the addresses, play the demo if asked, wait for Ctrl-C, stop everything."""
     started = time.monotonic()
     say = (lambda _line: None) if args.json else print
-    stack = SystemStack(args.state_dir.resolve(), time_scale=args.time_scale, free_ports=args.free_ports, say=say)
+    scale = args.time_scale if args.time_scale is not None else (DEMO_TIME_SCALE if args.demo else 1.0)
+    stack = SystemStack(args.state_dir.resolve(), time_scale=scale, free_ports=args.free_ports, say=say)
 
     def on_signal(_signum: int, _frame: object) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)
+    code = 0
     try:
         stack.start_infrastructure()
         stack.start_services()
@@ -44,15 +59,30 @@ def run(args: argparse.Namespace) -> int:
         addresses = {
             name: {"grpc": s.grpc_address, "metrics": s.metrics_url} for name, s in stack.services.items()
         }
-        if args.json:
-            print(json.dumps({
-                "kafka": stack.kafka_bootstrap, "redis": stack.redis_url, "database": stack.database_url,
-                "services": addresses, "seconds_to_serving": round(elapsed, 2),
-            }))
+        summary = {
+            "kafka": stack.kafka_bootstrap, "redis": stack.redis_url, "database": stack.database_url,
+            "services": addresses, "seconds_to_serving": round(elapsed, 2),
+            "time_scale": scale, "time_origin": stack.time_origin,
+        }
+        if args.json and not args.demo:
+            print(json.dumps(summary))
         else:
             for name, where in addresses.items():
-                print(f"{name:10} grpc {where['grpc']}  metrics {where['metrics']}")
-            print(f"all five services SERVING after {elapsed:.1f} s; logs in {stack.log_dir}; Ctrl-C stops")
+                say(f"{name:10} grpc {where['grpc']}  metrics {where['metrics']}")
+            say(f"all five services SERVING after {elapsed:.1f} s; logs in {stack.log_dir}; Ctrl-C stops")
+            # What `arbiter simulate` (or a script) needs to join this system from another shell.
+            env = {"KAFKA_BOOTSTRAP_SERVERS": stack.kafka_bootstrap, "TIME_SCALE": repr(scale),
+                   **({"TIME_ORIGIN": stack.time_origin} if stack.time_origin else {}),
+                   **{f"{n.upper()}_GRPC_ADDR": s.grpc_address for n, s in stack.services.items()}}
+            say("to simulate from another shell: export " + " ".join(f"{k}={v}" for k, v in env.items()))
+        if args.demo:
+            report = _demo(stack, args, started)
+            code = 1 if any(p["status"].startswith("failed") for p in report["parts"]) else 0
+            if args.json:
+                print(json.dumps({**summary, "demo": report}))
+            if args.exit_when_done:
+                return code
+            say("the demo is over; the system keeps serving until Ctrl-C")
         if not args.exit_when_serving:
             while True:
                 time.sleep(3600)
@@ -60,4 +90,39 @@ def run(args: argparse.Namespace) -> int:
         say("stopping")
     finally:
         stack.stop()
-    return 0
+    return code
+
+
+def _demo(stack: SystemStack, args: argparse.Namespace, started: float) -> dict:
+    """Play the demo scenario against `stack` with the in-process play site; print the final tables."""
+    from arbiter.kit.timesource import TimeSource
+    from arbiter.simulator.run import RunOptions, print_final, quiet_client_logs, run_scenario
+    from arbiter.simulator.scenario import Addresses, demo_scenario
+
+    quiet_client_logs()
+    origin = datetime.fromisoformat(stack.time_origin) if stack.time_origin else None
+    time_source = TimeSource(stack.time_scale, origin)
+    addresses = Addresses(
+        pairing=stack.services["pairing"].grpc_address, arena=stack.services["arena"].grpc_address,
+        clock=stack.services["clock"].grpc_address, rating=stack.services["rating"].grpc_address,
+        auth_signing_key=stack.environ.get("AUTH_SIGNING_KEY", ""),
+    )
+    # Account ids carry a run tag: embedded PostgreSQL keeps earlier runs' competitions (A-2).
+    tag = _base36(int(time.time()) // 10 % 36**3).rjust(3, "0")
+    options = RunOptions(seed=args.seed, live=not args.json, prefix=f"{tag}-", timeout=900.0)
+    out = sys.stderr if args.json else sys.stdout
+    report, runner = asyncio.run(run_scenario(demo_scenario(), addresses, stack.kafka_bootstrap, time_source,
+                                              options, out=out))
+    print_final(runner, out=out)
+    print(f"demo finished in {time.monotonic() - started:.0f} s of wall time (start-up included)", file=out)
+    return report
+
+
+def _base36(number: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    text = ""
+    while True:
+        number, rest = divmod(number, 36)
+        text = digits[rest] + text
+        if not number:
+            return text

@@ -1,0 +1,103 @@
+"""`arbiter bench`: the load benchmark of the whole system, driven by the play-site simulator."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+from datetime import datetime
+from pathlib import Path
+
+BENCH_TIME_SCALE = 60.0
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true", help="short stages and fewer tournaments (a smoke run)")
+    parser.add_argument("--rates", type=int, nargs="+", help="offered tournament results per second, rising")
+    parser.add_argument("--firehose-rates", type=int, nargs="+", help="offered results per second onto game.finished")
+    parser.add_argument("--stage-seconds", type=float, help="real seconds per offered rate")
+    parser.add_argument("--tournaments", type=int, help="round robins of 16 created for the rate stages")
+    parser.add_argument("--time-scale", type=float, default=BENCH_TIME_SCALE, help="competition seconds per second")
+    parser.add_argument("--state-dir", type=Path, help="logs and embedded PostgreSQL data (default: a temp dir)")
+    parser.add_argument("--json-out", type=Path, default=Path("bench-results.json"), help="where to write JSON")
+    parser.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `bench` subcommand."""
+    parser = subparsers.add_parser(
+        "bench", help="load benchmark: raw Kafka/Redis rates, then the system under rising simulated load",
+        description="Start the embedded stack and the five services, then drive them with the simulator: raw "
+                    "Kafka produce/consume and Redis rates, played games (moves/s), tournament results at "
+                    "rising rates (results/s, result -> next pairing, result -> rating updated, CPU per "
+                    "service from /metrics) and a result firehose into the rating service. Writes JSON.",
+    )
+    _add_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of tests/bench/bench_system.py."""
+    parser = argparse.ArgumentParser(prog="bench_system.py", description="load benchmark of the whole system")
+    _add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the system, run every stage, print and write the figures."""
+    from arbiter.devstack.stack import SystemStack
+    from arbiter.kit.timesource import TimeSource
+    from arbiter.simulator.bench import BenchConfig, Target, run_bench, summary, write_json
+    from arbiter.simulator.run import quiet_client_logs
+
+    quiet_client_logs()
+    config = BenchConfig()
+    if args.quick:
+        config = replace(config, rates=(250, 1000), stage_seconds=5.0, tournaments=30, played_tournaments=4,
+                         played_seconds=8.0, firehose_rates=(1000,), firehose_seconds=3.0, drain_seconds=20.0,
+                         raw_messages=20_000, redis_ops=20_000)
+    if args.rates:
+        config = replace(config, rates=tuple(args.rates))
+    if args.firehose_rates:
+        config = replace(config, firehose_rates=tuple(args.firehose_rates))
+    if args.stage_seconds:
+        config = replace(config, stage_seconds=args.stage_seconds)
+    if args.tournaments:
+        config = replace(config, tournaments=args.tournaments)
+    out = sys.stderr if args.json else sys.stdout
+    say = lambda line: print(line, file=out, flush=True)  # noqa: E731 - progress must show when piped
+    with tempfile.TemporaryDirectory(prefix="arbiter-bench-") as scratch:
+        state_dir = (args.state_dir or Path(scratch)).resolve()
+        stack = SystemStack(state_dir, time_scale=args.time_scale, free_ports=True, say=say,
+                            database_name=f"arbiter_bench_{int(time.time())}")
+        try:
+            stack.start_infrastructure()
+            stack.start_services()
+            stack.wait_serving(timeout=90)
+            say("all five services SERVING; benchmark starts")
+            target = Target(
+                kafka=stack.kafka_bootstrap, redis_url=stack.redis_url,
+                pairing=stack.services["pairing"].grpc_address,
+                metrics={name: s.metrics_url for name, s in stack.services.items()},
+                time_source=TimeSource(stack.time_scale, datetime.fromisoformat(stack.time_origin)),
+                rating=stack.services["rating"].grpc_address,
+                auth_signing_key=stack.environ.get("AUTH_SIGNING_KEY", ""),
+            )
+            report = asyncio.run(run_bench(target, config, say))
+        except KeyboardInterrupt:
+            say("interrupted")
+            return 130
+        finally:
+            stack.stop()
+    write_json(report, str(args.json_out))
+    if args.json:
+        print(json.dumps(asdict(report), indent=2))
+    else:
+        print(summary(report))
+        print(f"written to {args.json_out}")
+    return 0

@@ -1,0 +1,74 @@
+"""Run a scenario end to end: start the play site, play, print the live view and the final tables."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from arbiter.kit.timesource import TimeSource
+from arbiter.simulator.behaviour import Profiles
+from arbiter.simulator.playsite import PlaySite, PlaySiteConfig
+from arbiter.simulator.scenario import Addresses, Population, Scenario, ScenarioRunner
+from arbiter.simulator.view import final_tables, live_view
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a scenario."""
+
+    seed: int = 1
+    think_seconds: tuple[float, float] = (1.0, 4.0)
+    timeout: float = 600.0
+    live: bool = True
+    bots: int = 0
+    group_id: str = "playsite"
+    # Prefix of account ids, so that two runs on one system do not share players.
+    prefix: str = ""
+
+
+async def run_scenario(
+    scenario: Scenario, addresses: Addresses, bootstrap_servers: str, time_source: TimeSource,
+    options: RunOptions = RunOptions(), out: TextIO | None = None,
+) -> tuple[dict[str, Any], ScenarioRunner]:
+    """Start a play site, play `scenario` to its end, stop; return the report and the runner."""
+    out = out if out is not None else sys.stdout
+    config = PlaySiteConfig(
+        seed=options.seed, think_seconds=options.think_seconds, group_id=options.group_id,
+        player_prefix=options.prefix,
+        arena_grpc_addr=addresses.arena, clock_grpc_addr=addresses.clock,
+        auth_signing_key=addresses.auth_signing_key,
+    )
+    playsite = PlaySite(bootstrap_servers, time_source, Profiles(seed=options.seed), config)
+    population = Population.make(max(options.bots, scenario.bots_needed), scenario.guests, scenario.computers,
+                                 prefix=options.prefix)
+    runner = ScenarioRunner(scenario, addresses, playsite, time_source, population=population,
+                            say=lambda line: print(line, file=out))
+    await playsite.start()
+    view: asyncio.Task[None] | None = None
+    finished = asyncio.Event()
+    try:
+        if options.live:
+            view = asyncio.create_task(live_view(runner, finished.is_set, out))
+        await runner.run(options.timeout)
+    finally:
+        finished.set()
+        if view is not None:
+            await view
+        await playsite.stop()
+    return runner.report(), runner
+
+
+def print_final(runner: ScenarioRunner, out: TextIO | None = None) -> None:
+    """Print the final tables."""
+    out = out if out is not None else sys.stdout
+    print(final_tables(runner, colour=out.isatty()), file=out)
+
+
+def quiet_client_logs() -> None:
+    """Keep the Kafka client's rebalance chatter out of the live view (warnings and worse go to stderr)."""
+    import logging
+
+    for name in ("aiokafka", "faststream", "arbiter.playsite.kafka", "arbiter.kit.kafka"):
+        logging.getLogger(name).setLevel(logging.ERROR)

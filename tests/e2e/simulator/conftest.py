@@ -1,0 +1,26 @@
+"""One running system (the five services at 60x) shared by the simulator's end-to-end tests of a module."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from arbiter.devstack.stack import SystemStack
+
+TIME_SCALE = 60.0
+
+
+@pytest.fixture(scope="module")
+def system(infra_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[SystemStack]:
+    """The five services on the session's infrastructure; each test plays with its own accounts."""
+    stack = SystemStack(tmp_path_factory.mktemp("simulator-system"), time_scale=TIME_SCALE, free_ports=True,
+                        environ={**os.environ, **infra_env}, say=lambda _line: None)
+    try:
+        stack.start_infrastructure()
+        stack.start_services()
+        stack.wait_serving(timeout=90)
+        yield stack
+    finally:
+        stack.stop()

@@ -1,0 +1,149 @@
+"""The play site alone on the real broker: it opens, plays and reports games, and yields to the clock."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import defaultdict
+from datetime import UTC, datetime
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+from arbiter.contracts import common_pb2 as common
+from arbiter.contracts import events_pb2 as ev
+from arbiter.draughts import Game
+from arbiter.kit import events
+from arbiter.kit.kafka import ensure_topics
+from arbiter.kit.timesource import TimeSource
+from arbiter.simulator.behaviour import Behaviour, Profiles
+from arbiter.simulator.playsite import PlaySite, PlaySiteConfig
+
+pytestmark = pytest.mark.timeout(120)
+WATCHED = (events.GAME_STARTED, events.MOVE_MADE, events.PRESENCE_CHANGED, events.GAME_FINISHED)
+
+
+class Recorder:
+    """Every event of the watched topics whose game id starts with `prefix`."""
+
+    def __init__(self, bootstrap: str, prefix: str) -> None:
+        self.consumer = AIOKafkaConsumer(*(t.name for t in WATCHED), bootstrap_servers=bootstrap,
+                                         auto_offset_reset="earliest", group_id=None, enable_auto_commit=False)
+        self.prefix = prefix
+        self.seen: dict[str, list] = defaultdict(list)
+        self.task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        await self.consumer.start()
+        self.task = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        while True:
+            for records in (await self.consumer.getmany(timeout_ms=100)).values():
+                for record in records:
+                    event = events.topic_named(record.topic).decode(record.value)
+                    if event.game_id.startswith(self.prefix):
+                        self.seen[event.game_id].append(event)
+
+    async def wait_for(self, game_id: str, kind: type, timeout: float = 30.0) -> list:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            found = [e for e in self.seen[game_id] if isinstance(e, kind)]
+            if found:
+                return found
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"no {kind.__name__} for {game_id}: {[type(e).__name__ for e in self.seen[game_id]]}")
+
+    async def stop(self) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        await self.consumer.stop()
+
+
+def _request(game_id: str, white: str, black: str) -> ev.GameRequested:
+    request = ev.GameRequested(
+        game_id=game_id, variant="international", white_id=white, black_id=black, rated=True,
+        speed=common.SPEED_BLITZ, game_in_pairing=1,
+        competition=common.CompetitionRef(kind=common.COMPETITION_KIND_TOURNAMENT, id=f"{game_id}-t", round=1),
+        time_control=common.TimeControl(fischer=common.FischerControl(base_seconds=180, increment_seconds=2)),
+    )
+    request.meta.event_id = f"{game_id}/requested"
+    return request
+
+
+async def _send(producer: AIOKafkaProducer, event) -> None:
+    topic = events.topic_of(event)
+    await producer.send_and_wait(topic.name, event.SerializeToString(), key=topic.key_of(event).encode())
+
+
+async def _scenario(bootstrap: str) -> None:
+    await ensure_topics(bootstrap, 4)
+    prefix = f"ps{uuid.uuid4().hex[:6]}-"
+    time_source = TimeSource(600.0, datetime.now(UTC))
+    profiles = Profiles(seed=3, mix={Behaviour.NORMAL: 1.0}, assigned={
+        f"{prefix}absent": Behaviour.NEVER_SHOWS, f"{prefix}late": Behaviour.NEVER_SHOWS})
+    playsite = PlaySite(bootstrap, time_source, profiles, PlaySiteConfig(
+        seed=3, think_seconds=(1.0, 2.0), group_id=f"{prefix}playsite", player_prefix=prefix))
+    recorder = Recorder(bootstrap, prefix)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await recorder.start()
+    await producer.start()
+    await playsite.start()
+    try:
+        played, flagged, closed = f"{prefix}g1", f"{prefix}g2", f"{prefix}g3"
+        await _send(producer, _request(played, f"{prefix}w", f"{prefix}b"))
+        await _send(producer, _request(flagged, f"{prefix}absent", f"{prefix}b2"))
+        await _send(producer, _request(closed, f"{prefix}late", f"{prefix}b3"))
+
+        # A game played to its end by the rules: every ply published in order, replayable.
+        finished = (await recorder.wait_for(played, ev.GameFinished))[0]
+        moves = [e for e in recorder.seen[played] if isinstance(e, ev.MoveMade)]
+        assert [m.ply for m in moves] == list(range(1, len(moves) + 1)) == list(range(1, finished.plies + 1))
+        game = Game("international")
+        for move in moves:
+            game.play(move.move)
+            assert game.position.to_fen() == move.fen_after
+        if finished.termination == common.TERMINATION_NO_MOVES:
+            assert game.outcome() is not None and not game.position.legal_moves()
+        assert finished.meta.event_id == f"{played}/finished" and finished.meta.producer == "playsite"
+        assert finished.white_sat and finished.black_sat and finished.rated
+        assert finished.competition.id == f"{played}-t" and finished.HasField("started_at")
+
+        # The clock flags a player who never came (T-16): the play site reports it, R-3 flags set.
+        await recorder.wait_for(flagged, ev.GameStarted)
+        presence = await recorder.wait_for(flagged, ev.PlayerPresenceChanged)
+        assert {p.player_id for p in presence} == {f"{prefix}b2"}  # only the one who showed up
+        flag = ev.ClockFlagged(game_id=flagged, loser_id=f"{prefix}absent", reason=common.TERMINATION_TIME,
+                               loser_never_sat=True)
+        flag.meta.event_id = f"flag:{flagged}"
+        await _send(producer, flag)
+        result = (await recorder.wait_for(flagged, ev.GameFinished))[0]
+        assert result.result == common.GAME_RESULT_BLACK_WINS
+        assert result.termination == common.TERMINATION_NEVER_SAT
+        assert not result.white_sat and not result.black_sat and result.plies == 0
+
+        # Someone else closed the game (T-15): the play site stops and publishes nothing.
+        await recorder.wait_for(closed, ev.GameStarted)
+        close = ev.GameFinished(game_id=closed, result=common.GAME_RESULT_DRAW,
+                                termination=common.TERMINATION_CLOSED_AT_DEADLINE,
+                                white_id=f"{prefix}late", black_id=f"{prefix}b3")
+        close.meta.event_id = f"{closed}/closed"
+        close.meta.producer = "pairing"
+        await _send(producer, close)
+        for _ in range(100):
+            if closed not in playsite.games:
+                break
+            await asyncio.sleep(0.05)
+        assert closed not in playsite.games
+        await asyncio.sleep(0.5)
+        assert [e.meta.producer for e in recorder.seen[closed] if isinstance(e, ev.GameFinished)] == ["pairing"]
+        assert playsite.stats.errors == 0
+    finally:
+        await playsite.stop()
+        await producer.stop()
+        await recorder.stop()
+
+
+def test_play_site_plays_reports_and_yields(kafka_bootstrap: str) -> None:
+    asyncio.run(_scenario(kafka_bootstrap))
