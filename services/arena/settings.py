@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from arbiter.kit.settings import KitSettings
 
 
@@ -10,3 +12,20 @@ class ArenaSettings(KitSettings):
 
     grpc_port: int = 50053
     metrics_port: int = 9103
+    rating_grpc_addr: str = Field(default="", description="host:port of the RatingService; empty pairs by rank only")
+    # Deadline of one GetRatings call, in real seconds; a slow rating service must not stall pairing.
+    rating_timeout_seconds: float = Field(default=0.5, gt=0)
+    # After a failed rating call, pair by rank only for this many real seconds before trying again.
+    rating_retry_seconds: float = Field(default=10.0, gt=0)
+    # Ownership of one arena's pairing (a Redis lease per arena), in real seconds: a dead owner's
+    # arenas are taken over within about lease_seconds + lease_renew_seconds.
+    # This process's name in the lease (logs and dashboards); empty means a random one per start.
+    replica_id: str = ""
+    lease_seconds: float = Field(default=3.0, gt=0)
+    lease_renew_seconds: float = Field(default=0.5, gt=0)
+    # An owned arena is re-paired at least this often (real seconds), for AR-3 cooldowns running out.
+    tick_seconds: float = Field(default=0.25, gt=0)
+    # A Watch stream ends after this many real seconds; the client reconnects.
+    watch_max_seconds: float = Field(default=3600.0, gt=0)
+    # Events per batch from game.finished and game.move_made.
+    result_batch_size: int = Field(default=500, ge=1)

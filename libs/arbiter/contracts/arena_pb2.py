@@ -26,45 +26,45 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from arbiter.contracts import common_pb2 as arbiter_dot_contracts_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61rbiter/contracts/arena.proto\x12\x11\x61rbiter.contracts\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1e\x61rbiter/contracts/common.proto\"\xbf\x01\n\rArenaSettings\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12\x37\n\x0ctime_control\x18\x03 \x01(\x0b\x32!.arbiter.contracts.FischerControl\x12\x18\n\x10\x64uration_minutes\x18\x04 \x01(\x05\x12-\n\tstarts_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05rated\x18\x06 \x01(\x08\"\xb5\x02\n\x05\x41rena\x12\n\n\x02id\x18\x01 \x01(\t\x12\x12\n\ncreator_id\x18\x02 \x01(\t\x12\x32\n\x08settings\x18\x03 \x01(\x0b\x32 .arbiter.contracts.ArenaSettings\x12,\n\x05state\x18\x04 \x01(\x0e\x32\x1d.arbiter.contracts.ArenaState\x12\'\n\x05speed\x18\x05 \x01(\x0e\x32\x18.arbiter.contracts.Speed\x12-\n\tstarts_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x07\x65nds_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07players\x18\x08 \x01(\x05\x12\x14\n\x0cgames_played\x18\t \x01(\x05\"\x85\x01\n\x12\x43reateArenaRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x32\n\x08settings\x18\x02 \x01(\x0b\x32 .arbiter.contracts.ArenaSettings\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"#\n\x0fGetArenaRequest\x12\x10\n\x08\x61rena_id\x18\x01 \x01(\t\"M\n\x10JoinArenaRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x10\n\x08\x61rena_id\x18\x02 \x01(\t\"$\n\x11JoinArenaResponse\x12\x0f\n\x07players\x18\x01 \x01(\x05\"N\n\x11LeaveArenaRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x10\n\x08\x61rena_id\x18\x02 \x01(\t\"/\n\x12LeaveArenaResponse\x12\x19\n\x11leaves_after_game\x18\x01 \x01(\x08\"Z\n\x0c\x42oostRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x10\n\x08\x61rena_id\x18\x02 \x01(\t\x12\x0f\n\x07game_id\x18\x03 \x01(\t\"H\n\rBoostResponse\x12\x37\n\x0ctime_control\x18\x01 \x01(\x0b\x32!.arbiter.contracts.FischerControl\"q\n\x15GetLeaderboardRequest\x12\x10\n\x08\x61rena_id\x18\x01 \x01(\t\x12,\n\x04page\x18\x02 \x01(\x0b\x32\x1e.arbiter.contracts.PageRequest\x12\x18\n\x10\x61round_player_id\x18\x03 \x01(\t\"\x7f\n\x0eLeaderboardRow\x12\x0c\n\x04rank\x18\x01 \x01(\x05\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0e\n\x06points\x18\x03 \x01(\x05\x12\x0c\n\x04wins\x18\x04 \x01(\x05\x12\r\n\x05games\x18\x05 \x01(\x05\x12\x0e\n\x06streak\x18\x06 \x01(\x05\x12\x0f\n\x07playing\x18\x07 \x01(\x08\"y\n\x16GetLeaderboardResponse\x12/\n\x04rows\x18\x01 \x03(\x0b\x32!.arbiter.contracts.LeaderboardRow\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x15\n\rtotal_players\x18\x03 \x01(\x05\"%\n\x11WatchArenaRequest\x12\x10\n\x08\x61rena_id\x18\x01 \x01(\t\"v\n\x0b\x41renaChange\x12\'\n\x05\x61rena\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Arena\x12\x0e\n\x06\x63hange\x18\x02 \x01(\t\x12.\n\x03top\x18\x03 \x03(\x0b\x32!.arbiter.contracts.LeaderboardRow*\x92\x01\n\nArenaState\x12\x1b\n\x17\x41RENA_STATE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x41RENA_STATE_SCHEDULED\x10\x01\x12\x17\n\x13\x41RENA_STATE_RUNNING\x10\x02\x12\x18\n\x14\x41RENA_STATE_FINISHED\x10\x03\x12\x19\n\x15\x41RENA_STATE_CANCELLED\x10\x04\x32\xe4\x04\n\x0c\x41renaService\x12N\n\x0b\x43reateArena\x12%.arbiter.contracts.CreateArenaRequest\x1a\x18.arbiter.contracts.Arena\x12H\n\x08GetArena\x12\".arbiter.contracts.GetArenaRequest\x1a\x18.arbiter.contracts.Arena\x12V\n\tJoinArena\x12#.arbiter.contracts.JoinArenaRequest\x1a$.arbiter.contracts.JoinArenaResponse\x12Y\n\nLeaveArena\x12$.arbiter.contracts.LeaveArenaRequest\x1a%.arbiter.contracts.LeaveArenaResponse\x12J\n\x05\x42oost\x12\x1f.arbiter.contracts.BoostRequest\x1a .arbiter.contracts.BoostResponse\x12\x65\n\x0eGetLeaderboard\x12(.arbiter.contracts.GetLeaderboardRequest\x1a).arbiter.contracts.GetLeaderboardResponse\x12T\n\nWatchArena\x12$.arbiter.contracts.WatchArenaRequest\x1a\x1e.arbiter.contracts.ArenaChange0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61rbiter/contracts/arena.proto\x12\x11\x61rbiter.contracts\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1e\x61rbiter/contracts/common.proto\"\xce\x01\n\rArenaSettings\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07variant\x18\x02 \x01(\t\x12\x37\n\x0ctime_control\x18\x03 \x01(\x0b\x32!.arbiter.contracts.FischerControl\x12\x18\n\x10\x64uration_minutes\x18\x04 \x01(\x05\x12-\n\tstarts_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\x05rated\x18\x06 \x01(\x08H\x00\x88\x01\x01\x42\x08\n\x06_rated\"\xb5\x02\n\x05\x41rena\x12\n\n\x02id\x18\x01 \x01(\t\x12\x12\n\ncreator_id\x18\x02 \x01(\t\x12\x32\n\x08settings\x18\x03 \x01(\x0b\x32 .arbiter.contracts.ArenaSettings\x12,\n\x05state\x18\x04 \x01(\x0e\x32\x1d.arbiter.contracts.ArenaState\x12\'\n\x05speed\x18\x05 \x01(\x0e\x32\x18.arbiter.contracts.Speed\x12-\n\tstarts_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x07\x65nds_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07players\x18\x08 \x01(\x05\x12\x14\n\x0cgames_played\x18\t \x01(\x05\"\x85\x01\n\x12\x43reateArenaRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x32\n\x08settings\x18\x02 \x01(\x0b\x32 .arbiter.contracts.ArenaSettings\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"#\n\x0fGetArenaRequest\x12\x10\n\x08\x61rena_id\x18\x01 \x01(\t\"M\n\x10JoinArenaRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x10\n\x08\x61rena_id\x18\x02 \x01(\t\"$\n\x11JoinArenaResponse\x12\x0f\n\x07players\x18\x01 \x01(\x05\"N\n\x11LeaveArenaRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x10\n\x08\x61rena_id\x18\x02 \x01(\t\"/\n\x12LeaveArenaResponse\x12\x19\n\x11leaves_after_game\x18\x01 \x01(\x08\"Z\n\x0c\x42oostRequest\x12\'\n\x05\x61\x63tor\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Actor\x12\x10\n\x08\x61rena_id\x18\x02 \x01(\t\x12\x0f\n\x07game_id\x18\x03 \x01(\t\"o\n\rBoostResponse\x12\x37\n\x0ctime_control\x18\x01 \x01(\x0b\x32!.arbiter.contracts.FischerControl\x12\x0f\n\x07\x62\x61se_ms\x18\x02 \x01(\x03\x12\x14\n\x0cincrement_ms\x18\x03 \x01(\x03\"q\n\x15GetLeaderboardRequest\x12\x10\n\x08\x61rena_id\x18\x01 \x01(\t\x12,\n\x04page\x18\x02 \x01(\x0b\x32\x1e.arbiter.contracts.PageRequest\x12\x18\n\x10\x61round_player_id\x18\x03 \x01(\t\"\x7f\n\x0eLeaderboardRow\x12\x0c\n\x04rank\x18\x01 \x01(\x05\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0e\n\x06points\x18\x03 \x01(\x05\x12\x0c\n\x04wins\x18\x04 \x01(\x05\x12\r\n\x05games\x18\x05 \x01(\x05\x12\x0e\n\x06streak\x18\x06 \x01(\x05\x12\x0f\n\x07playing\x18\x07 \x01(\x08\"y\n\x16GetLeaderboardResponse\x12/\n\x04rows\x18\x01 \x03(\x0b\x32!.arbiter.contracts.LeaderboardRow\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x15\n\rtotal_players\x18\x03 \x01(\x05\"%\n\x11WatchArenaRequest\x12\x10\n\x08\x61rena_id\x18\x01 \x01(\t\"\x9a\x01\n\x0b\x41renaChange\x12\'\n\x05\x61rena\x18\x01 \x01(\x0b\x32\x18.arbiter.contracts.Arena\x12\x0e\n\x06\x63hange\x18\x02 \x01(\t\x12.\n\x03top\x18\x03 \x03(\x0b\x32!.arbiter.contracts.LeaderboardRow\x12\x11\n\tplayer_id\x18\x04 \x01(\t\x12\x0f\n\x07game_id\x18\x05 \x01(\t*\x92\x01\n\nArenaState\x12\x1b\n\x17\x41RENA_STATE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x41RENA_STATE_SCHEDULED\x10\x01\x12\x17\n\x13\x41RENA_STATE_RUNNING\x10\x02\x12\x18\n\x14\x41RENA_STATE_FINISHED\x10\x03\x12\x19\n\x15\x41RENA_STATE_CANCELLED\x10\x04\x32\xe4\x04\n\x0c\x41renaService\x12N\n\x0b\x43reateArena\x12%.arbiter.contracts.CreateArenaRequest\x1a\x18.arbiter.contracts.Arena\x12H\n\x08GetArena\x12\".arbiter.contracts.GetArenaRequest\x1a\x18.arbiter.contracts.Arena\x12V\n\tJoinArena\x12#.arbiter.contracts.JoinArenaRequest\x1a$.arbiter.contracts.JoinArenaResponse\x12Y\n\nLeaveArena\x12$.arbiter.contracts.LeaveArenaRequest\x1a%.arbiter.contracts.LeaveArenaResponse\x12J\n\x05\x42oost\x12\x1f.arbiter.contracts.BoostRequest\x1a .arbiter.contracts.BoostResponse\x12\x65\n\x0eGetLeaderboard\x12(.arbiter.contracts.GetLeaderboardRequest\x1a).arbiter.contracts.GetLeaderboardResponse\x12T\n\nWatchArena\x12$.arbiter.contracts.WatchArenaRequest\x1a\x1e.arbiter.contracts.ArenaChange0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'arbiter.contracts.arena_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ARENASTATE']._serialized_start=1735
-  _globals['_ARENASTATE']._serialized_end=1881
+  _globals['_ARENASTATE']._serialized_start=1826
+  _globals['_ARENASTATE']._serialized_end=1972
   _globals['_ARENASETTINGS']._serialized_start=118
-  _globals['_ARENASETTINGS']._serialized_end=309
-  _globals['_ARENA']._serialized_start=312
-  _globals['_ARENA']._serialized_end=621
-  _globals['_CREATEARENAREQUEST']._serialized_start=624
-  _globals['_CREATEARENAREQUEST']._serialized_end=757
-  _globals['_GETARENAREQUEST']._serialized_start=759
-  _globals['_GETARENAREQUEST']._serialized_end=794
-  _globals['_JOINARENAREQUEST']._serialized_start=796
-  _globals['_JOINARENAREQUEST']._serialized_end=873
-  _globals['_JOINARENARESPONSE']._serialized_start=875
-  _globals['_JOINARENARESPONSE']._serialized_end=911
-  _globals['_LEAVEARENAREQUEST']._serialized_start=913
-  _globals['_LEAVEARENAREQUEST']._serialized_end=991
-  _globals['_LEAVEARENARESPONSE']._serialized_start=993
-  _globals['_LEAVEARENARESPONSE']._serialized_end=1040
-  _globals['_BOOSTREQUEST']._serialized_start=1042
-  _globals['_BOOSTREQUEST']._serialized_end=1132
-  _globals['_BOOSTRESPONSE']._serialized_start=1134
-  _globals['_BOOSTRESPONSE']._serialized_end=1206
-  _globals['_GETLEADERBOARDREQUEST']._serialized_start=1208
-  _globals['_GETLEADERBOARDREQUEST']._serialized_end=1321
-  _globals['_LEADERBOARDROW']._serialized_start=1323
-  _globals['_LEADERBOARDROW']._serialized_end=1450
-  _globals['_GETLEADERBOARDRESPONSE']._serialized_start=1452
-  _globals['_GETLEADERBOARDRESPONSE']._serialized_end=1573
-  _globals['_WATCHARENAREQUEST']._serialized_start=1575
-  _globals['_WATCHARENAREQUEST']._serialized_end=1612
-  _globals['_ARENACHANGE']._serialized_start=1614
-  _globals['_ARENACHANGE']._serialized_end=1732
-  _globals['_ARENASERVICE']._serialized_start=1884
-  _globals['_ARENASERVICE']._serialized_end=2496
+  _globals['_ARENASETTINGS']._serialized_end=324
+  _globals['_ARENA']._serialized_start=327
+  _globals['_ARENA']._serialized_end=636
+  _globals['_CREATEARENAREQUEST']._serialized_start=639
+  _globals['_CREATEARENAREQUEST']._serialized_end=772
+  _globals['_GETARENAREQUEST']._serialized_start=774
+  _globals['_GETARENAREQUEST']._serialized_end=809
+  _globals['_JOINARENAREQUEST']._serialized_start=811
+  _globals['_JOINARENAREQUEST']._serialized_end=888
+  _globals['_JOINARENARESPONSE']._serialized_start=890
+  _globals['_JOINARENARESPONSE']._serialized_end=926
+  _globals['_LEAVEARENAREQUEST']._serialized_start=928
+  _globals['_LEAVEARENAREQUEST']._serialized_end=1006
+  _globals['_LEAVEARENARESPONSE']._serialized_start=1008
+  _globals['_LEAVEARENARESPONSE']._serialized_end=1055
+  _globals['_BOOSTREQUEST']._serialized_start=1057
+  _globals['_BOOSTREQUEST']._serialized_end=1147
+  _globals['_BOOSTRESPONSE']._serialized_start=1149
+  _globals['_BOOSTRESPONSE']._serialized_end=1260
+  _globals['_GETLEADERBOARDREQUEST']._serialized_start=1262
+  _globals['_GETLEADERBOARDREQUEST']._serialized_end=1375
+  _globals['_LEADERBOARDROW']._serialized_start=1377
+  _globals['_LEADERBOARDROW']._serialized_end=1504
+  _globals['_GETLEADERBOARDRESPONSE']._serialized_start=1506
+  _globals['_GETLEADERBOARDRESPONSE']._serialized_end=1627
+  _globals['_WATCHARENAREQUEST']._serialized_start=1629
+  _globals['_WATCHARENAREQUEST']._serialized_end=1666
+  _globals['_ARENACHANGE']._serialized_start=1669
+  _globals['_ARENACHANGE']._serialized_end=1823
+  _globals['_ARENASERVICE']._serialized_start=1975
+  _globals['_ARENASERVICE']._serialized_end=2587
 # @@protoc_insertion_point(module_scope)

@@ -117,10 +117,14 @@ class BoostRequest(_message.Message):
     def __init__(self, actor: _Optional[_Union[_common_pb2.Actor, _Mapping]] = ..., arena_id: _Optional[str] = ..., game_id: _Optional[str] = ...) -> None: ...
 
 class BoostResponse(_message.Message):
-    __slots__ = ("time_control",)
+    __slots__ = ("time_control", "base_ms", "increment_ms")
     TIME_CONTROL_FIELD_NUMBER: _ClassVar[int]
+    BASE_MS_FIELD_NUMBER: _ClassVar[int]
+    INCREMENT_MS_FIELD_NUMBER: _ClassVar[int]
     time_control: _common_pb2.FischerControl
-    def __init__(self, time_control: _Optional[_Union[_common_pb2.FischerControl, _Mapping]] = ...) -> None: ...
+    base_ms: int
+    increment_ms: int
+    def __init__(self, time_control: _Optional[_Union[_common_pb2.FischerControl, _Mapping]] = ..., base_ms: _Optional[int] = ..., increment_ms: _Optional[int] = ...) -> None: ...
 
 class GetLeaderboardRequest(_message.Message):
     __slots__ = ("arena_id", "page", "around_player_id")
@@ -167,11 +171,15 @@ class WatchArenaRequest(_message.Message):
     def __init__(self, arena_id: _Optional[str] = ...) -> None: ...
 
 class ArenaChange(_message.Message):
-    __slots__ = ("arena", "change", "top")
+    __slots__ = ("arena", "change", "top", "player_id", "game_id")
     ARENA_FIELD_NUMBER: _ClassVar[int]
     CHANGE_FIELD_NUMBER: _ClassVar[int]
     TOP_FIELD_NUMBER: _ClassVar[int]
+    PLAYER_ID_FIELD_NUMBER: _ClassVar[int]
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
     arena: Arena
     change: str
     top: _containers.RepeatedCompositeFieldContainer[LeaderboardRow]
-    def __init__(self, arena: _Optional[_Union[Arena, _Mapping]] = ..., change: _Optional[str] = ..., top: _Optional[_Iterable[_Union[LeaderboardRow, _Mapping]]] = ...) -> None: ...
+    player_id: str
+    game_id: str
+    def __init__(self, arena: _Optional[_Union[Arena, _Mapping]] = ..., change: _Optional[str] = ..., top: _Optional[_Iterable[_Union[LeaderboardRow, _Mapping]]] = ..., player_id: _Optional[str] = ..., game_id: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,73 @@
+"""Translation between the contracts (protobuf) and the rules' vocabulary; no decisions here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from arbiter.clocks.speed import Speed
+from arbiter.competition.arena import ArenaResult, LeaderboardRow
+from arbiter.competition.types import AccountKind
+from arbiter.contracts import arena_pb2 as ap
+from arbiter.contracts import common_pb2 as common
+from arbiter.contracts import events_pb2 as ev
+from arbiter.kit.events import timestamp
+from services.arena.hot import BoardRow
+
+SPEED_TO_PROTO: Final = {
+    Speed.BULLET: common.SPEED_BULLET,
+    Speed.BLITZ: common.SPEED_BLITZ,
+    Speed.RAPID: common.SPEED_RAPID,
+    Speed.CLASSICAL: common.SPEED_CLASSICAL,
+    Speed.CORRESPONDENCE: common.SPEED_CORRESPONDENCE,
+}
+ACCOUNT_KIND: Final = {
+    common.ACCOUNT_KIND_REGISTERED: AccountKind.REGISTERED,
+    common.ACCOUNT_KIND_GUEST: AccountKind.GUEST,
+    common.ACCOUNT_KIND_BOT: AccountKind.BOT,
+}
+RESULT: Final = {
+    common.GAME_RESULT_WHITE_WINS: ArenaResult.WHITE_WON,
+    common.GAME_RESULT_BLACK_WINS: ArenaResult.BLACK_WON,
+    common.GAME_RESULT_DRAW: ArenaResult.DRAW,
+    common.GAME_RESULT_BOTH_LOSE: ArenaResult.BOTH_LOST,
+}
+STATE_TO_PROTO: Final = {
+    "scheduled": ap.ARENA_STATE_SCHEDULED,
+    # After the end (AR-1) the games still running finish and count: the arena is still running.
+    "running": ap.ARENA_STATE_RUNNING,
+    "closing": ap.ARENA_STATE_RUNNING,
+    "finished": ap.ARENA_STATE_FINISHED,
+    "cancelled": ap.ARENA_STATE_CANCELLED,
+}
+
+
+def arena_message(row: Mapping[str, Any], players: int, games_played: int) -> ap.Arena:
+    """An Arena message from a stored row."""
+    settings = ap.ArenaSettings()
+    settings.ParseFromString(row["settings"])
+    return ap.Arena(
+        id=row["id"], creator_id=row["creator_id"], settings=settings, state=STATE_TO_PROTO[row["state"]],
+        speed=SPEED_TO_PROTO[Speed(row["speed"])], starts_at=timestamp(row["starts_at"]),
+        ends_at=timestamp(row["ends_at"]), players=players, games_played=games_played,
+    )
+
+
+def board_rows(rows: Sequence[BoardRow]) -> list[ap.LeaderboardRow]:
+    """Leaderboard lines for the API."""
+    return [
+        ap.LeaderboardRow(rank=r.rank, player_id=r.player_id, points=r.record.points, wins=r.record.wins,
+                          games=r.record.games, streak=r.record.streak, playing=r.playing)
+        for r in rows
+    ]
+
+
+def standing_rows(rows: Sequence[LeaderboardRow]) -> list[ev.StandingRow]:
+    """Final standings for ArenaFinished; `tie_break` says when wins separated equal points (AR-6)."""
+    out: list[ev.StandingRow] = []
+    for index, row in enumerate(rows):
+        above = rows[index - 1] if index else None
+        tie_break = "wins (AR-6)" if above is not None and above.points == row.points and above.wins > row.wins else ""
+        out.append(ev.StandingRow(rank=row.rank, player_id=row.player_id, points=row.points, wins=row.wins,
+                                  games=row.games, tie_break=tie_break))
+    return out

@@ -1,0 +1,351 @@
+"""The arena's hot structures in Redis: queue, cooldowns, leaderboard, records, colours (AR-2..AR-6).
+
+Every key of one arena carries the arena id as its hash tag (`arena:{a_1}:queue`), so all
+of them live in one Redis Cluster slot and the scripts below may touch them together.
+Nothing here is the system of record: `load` rewrites an arena from what PostgreSQL says
+(see `services.arena.rebuild`), and the marker key tells whether that is needed.
+
+Layout, per arena A:
+  arena:{A}:ready        marker: the keys below are complete
+  arena:{A}:queue        ZSET player -> scaled instant they started waiting (AR-2)
+  arena:{A}:board        ZSET player -> leaderboard_score(points, wins) (AR-6)
+  arena:{A}:rec          HASH player -> "points,wins,draws,losses,streak" (AR-4, AR-5)
+  arena:{A}:colours      HASH player -> "balance,last" (whites minus blacks, "w"/"b"/"")
+  arena:{A}:playing      SET  players in a running game of this arena
+  arena:{A}:cool:<p>     ZSET opponent -> scaled instant p and opponent may meet again (AR-3)
+  arena:{A}:owner        the pairing lease (not rebuilt: whoever takes it owns the arena)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import redis.asyncio as aioredis
+
+from arbiter.competition.arena import ArenaPlayerRecord, leaderboard_score
+from arbiter.competition.types import Side
+
+# KEYS: queue, board, rec, colours, ready; ARGV: now (scaled unix seconds), cooldown key prefix.
+# One line per waiting player: id, waiting since, rank (1 + strictly better scores), colours,
+# record, opponents still in cooldown (comma separated), fields split by \x1f and lines by
+# \x1e: one bulk string parses far faster than thousands of nested replies. Nil when the
+# arena's keys are not built.
+_SNAPSHOT = """
+if redis.call('EXISTS', KEYS[5]) == 0 then return false end
+local q = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+local size = redis.call('ZCARD', KEYS[2])
+local out = {}
+for i = 1, #q, 2 do
+  local p = q[i]
+  local score = redis.call('ZSCORE', KEYS[2], p)
+  local rank
+  if score then rank = redis.call('ZCOUNT', KEYS[2], '(' .. score, '+inf') + 1 else rank = size + 1 end
+  local colour = redis.call('HGET', KEYS[4], p) or ''
+  local rec = redis.call('HGET', KEYS[3], p) or ''
+  local blocked = redis.call('ZRANGEBYSCORE', ARGV[2] .. p, '(' .. ARGV[1], '+inf')
+  out[#out + 1] = table.concat({p, q[i + 1], rank, colour, rec, table.concat(blocked, ',')}, '\\31')
+end
+return table.concat(out, '\\30')
+"""
+# KEYS: queue, playing, colours; ARGV[1]: lines "player\x1fwaiting-since as read\x1fnew colours"
+# joined by \x1e (one argument encodes far faster than thousands).
+# A player leaves the queue only if they still wait since the instant the pass read: a
+# player who left and came back meanwhile is a new arrival, not the one just paired.
+_TAKE = """
+local taken = 0
+for line in string.gmatch(ARGV[1], '[^\\30]+') do
+  local p, seen, colours = string.match(line, '^([^\\31]*)\\31([^\\31]*)\\31(.*)$')
+  local since = redis.call('ZSCORE', KEYS[1], p)
+  if since and tonumber(since) == tonumber(seen) then
+    redis.call('ZREM', KEYS[1], p)
+    taken = taken + 1
+  end
+  redis.call('SADD', KEYS[2], p)
+  redis.call('HSET', KEYS[3], p, colours)
+end
+return taken
+"""
+# KEYS: board, rec, playing, queue; ARGV: cooldown key prefix, now, then three packed lists
+# (\x1e between items, \x1f between fields): players "id, board score, record", pairs
+# "a, b, next allowed instant", requeued players "id, waiting since" (added only if absent).
+_SCORED = """
+for line in string.gmatch(ARGV[3], '[^\\30]+') do
+  local p, score, rec = string.match(line, '^([^\\31]*)\\31([^\\31]*)\\31(.*)$')
+  redis.call('ZADD', KEYS[1], score, p)
+  redis.call('HSET', KEYS[2], p, rec)
+  redis.call('SREM', KEYS[3], p)
+  redis.call('ZREMRANGEBYSCORE', ARGV[1] .. p, '-inf', ARGV[2])
+end
+for line in string.gmatch(ARGV[4], '[^\\30]+') do
+  local a, b, untl = string.match(line, '^([^\\31]*)\\31([^\\31]*)\\31(.*)$')
+  redis.call('ZADD', ARGV[1] .. a, untl, b)
+  redis.call('ZADD', ARGV[1] .. b, untl, a)
+end
+for line in string.gmatch(ARGV[5], '[^\\30]+') do
+  local p, since = string.match(line, '^([^\\31]*)\\31(.*)$')
+  redis.call('ZADD', KEYS[4], 'NX', since, p)
+end
+return 1
+"""
+# KEYS: owner key; ARGV: replica id, lease ms. 1 if this replica holds the lease afterwards.
+_LEASE = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if holder then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def _prefix(arena_id: str) -> str:
+    return f"arena:{{{arena_id}}}:"
+
+
+def encode_record(record: ArenaPlayerRecord) -> str:
+    """The record as stored in the `rec` hash."""
+    return f"{record.points},{record.wins},{record.draws},{record.losses},{record.streak}"
+
+
+def decode_record(raw: bytes | str | None) -> ArenaPlayerRecord:
+    """A stored record; a missing one is a player without a finished game."""
+    if not raw:
+        return ArenaPlayerRecord()
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    points, wins, draws, losses, streak = (int(part) for part in text.split(","))
+    return ArenaPlayerRecord(points, wins, draws, losses, streak)
+
+
+@dataclass(frozen=True, slots=True)
+class Colours:
+    """Whites minus blacks in this arena, and the colour of the last game."""
+
+    balance: int = 0
+    last: Side | None = None
+
+    def after(self, side: Side) -> Colours:
+        """The colours after one more game with `side`."""
+        return Colours(self.balance + (1 if side is Side.WHITE else -1), side)
+
+    def encode(self) -> str:
+        """As stored in the `colours` hash."""
+        last = "" if self.last is None else ("w" if self.last is Side.WHITE else "b")
+        return f"{self.balance},{last}"
+
+    @staticmethod
+    def decode(raw: bytes | str | None) -> Colours:
+        """A stored value; missing means no game yet."""
+        if not raw:
+            return Colours()
+        text = raw.decode() if isinstance(raw, bytes) else raw
+        balance, last = text.split(",")
+        return Colours(int(balance), {"w": Side.WHITE, "b": Side.BLACK}.get(last))
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """One waiting player as the pairing pass reads them."""
+
+    player_id: str
+    since: float
+    rank: int
+    colours: Colours
+    record: ArenaPlayerRecord
+    blocked: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class HotArena:
+    """Everything Redis holds for one arena, as computed from PostgreSQL by the rebuild."""
+
+    records: Mapping[str, ArenaPlayerRecord]
+    colours: Mapping[str, Colours]
+    playing: frozenset[str]
+    waiting: Mapping[str, float]
+    # player -> opponent -> scaled instant they may meet again (only those still in the future).
+    cooldowns: Mapping[str, Mapping[str, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class BoardRow:
+    """One leaderboard line as Redis holds it; `rank` is shared by equal scores (AR-6)."""
+
+    rank: int
+    player_id: str
+    record: ArenaPlayerRecord
+    playing: bool
+
+
+class HotStore:
+    """Reads and writes one arena's Redis keys."""
+
+    def __init__(self, redis: aioredis.Redis) -> None:
+        self.redis = redis
+        self._snapshot = redis.register_script(_SNAPSHOT)
+        self._take = redis.register_script(_TAKE)
+        self._scored = redis.register_script(_SCORED)
+        self._lease = redis.register_script(_LEASE)
+        self._release = redis.register_script(_RELEASE)
+
+    @staticmethod
+    def key(arena_id: str, name: str) -> str:
+        """The key `name` of arena `arena_id` (all under the arena's hash tag)."""
+        return _prefix(arena_id) + name
+
+    async def is_ready(self, arena_id: str) -> bool:
+        """Are the arena's keys complete (the marker is set by `load` only)?"""
+        return bool(await self.redis.exists(self.key(arena_id, "ready")))
+
+    async def load(self, arena_id: str, hot: HotArena, known_players: Iterable[str]) -> None:
+        """Replace the arena's keys by `hot`, atomically, and set the marker last."""
+        k = lambda name: self.key(arena_id, name)  # noqa: E731
+        players = set(known_players) | set(hot.records) | set(hot.cooldowns)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.delete(k("ready"), k("queue"), k("board"), k("rec"), k("colours"), k("playing"),
+                        *(k(f"cool:{p}") for p in players))
+            if hot.records:
+                pipe.zadd(k("board"), {p: leaderboard_score(r.points, r.wins) for p, r in hot.records.items()})
+                pipe.hset(k("rec"), mapping={p: encode_record(r) for p, r in hot.records.items()})
+            if hot.colours:
+                pipe.hset(k("colours"), mapping={p: c.encode() for p, c in hot.colours.items()})
+            if hot.playing:
+                pipe.sadd(k("playing"), *hot.playing)
+            if hot.waiting:
+                pipe.zadd(k("queue"), dict(hot.waiting))
+            for player, opponents in hot.cooldowns.items():
+                if opponents:
+                    pipe.zadd(k(f"cool:{player}"), dict(opponents))
+            pipe.set(k("ready"), "1")
+            await pipe.execute()
+
+    # -- entering and leaving the queue ------------------------------------------------------
+
+    async def join(self, arena_id: str, player_id: str, record: ArenaPlayerRecord, queue_at: float | None) -> None:
+        """Put a (re)joining player on the board and, when they may play now, in the queue (AR-2)."""
+        k = lambda name: self.key(arena_id, name)  # noqa: E731
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.zadd(k("board"), {player_id: leaderboard_score(record.points, record.wins)})
+            pipe.hset(k("rec"), player_id, encode_record(record))
+            if queue_at is not None:
+                pipe.zadd(k("queue"), {player_id: queue_at}, nx=True)
+            await pipe.execute()
+
+    async def leave(self, arena_id: str, player_id: str) -> None:
+        """Take a player out of the queue (they stay on the board with their points)."""
+        await self.redis.zrem(self.key(arena_id, "queue"), player_id)
+
+    async def clear_queue(self, arena_id: str) -> None:
+        """Nobody waits any more: the arena's end was reached (AR-1)."""
+        await self.redis.delete(self.key(arena_id, "queue"))
+
+    async def waiting_count(self, arena_id: str) -> int:
+        """How many players wait."""
+        return int(await self.redis.zcard(self.key(arena_id, "queue")))
+
+    # -- the pairing pass --------------------------------------------------------------------
+
+    async def snapshot(self, arena_id: str, now: float) -> list[Waiting] | None:
+        """Every waiting player with rank, colours, record and cooldowns; None if the keys are missing."""
+        k = lambda name: self.key(arena_id, name)  # noqa: E731
+        rows = await self._snapshot(
+            keys=[k("queue"), k("board"), k("rec"), k("colours"), k("ready")], args=[repr(now), k("cool:")]
+        )
+        if rows is None:
+            return None
+        waiting = []
+        for line in rows.decode().split("\x1e") if rows else ():
+            player, since, rank, colours, record, blocked = line.split("\x1f")
+            waiting.append(Waiting(
+                player_id=player, since=float(since), rank=int(rank), colours=Colours.decode(colours),
+                record=decode_record(record), blocked=frozenset(blocked.split(",")) if blocked else frozenset(),
+            ))
+        return waiting
+
+    async def take(self, arena_id: str, paired: Sequence[tuple[str, float, Colours]]) -> int:
+        """Paired players leave the queue, count as playing and get their new colours."""
+        if not paired:
+            return 0
+        packed = "\x1e".join(f"{player}\x1f{since!r}\x1f{colours.encode()}" for player, since, colours in paired)
+        k = lambda name: self.key(arena_id, name)  # noqa: E731
+        return int(await self._take(keys=[k("queue"), k("playing"), k("colours")], args=[packed]))
+
+    async def discard_waiting(self, arena_id: str, players: Iterable[str]) -> None:
+        """Drop players from the queue whom PostgreSQL says may not be paired (left, or still playing)."""
+        players = list(players)
+        if players:
+            await self.redis.zrem(self.key(arena_id, "queue"), *players)
+
+    # -- a finished game ---------------------------------------------------------------------
+
+    async def scored_many(
+        self, arena_id: str,
+        games: Sequence[tuple[Mapping[str, ArenaPlayerRecord], tuple[str, str, float] | None, Mapping[str, float]]],
+        now: float,
+    ) -> None:
+        """For each finished game: the players' records and board scores, the pair's cooldown, the requeue.
+
+        One script call for all of them (AR-2..AR-6); the values are absolute, so applying
+        them again (a redelivered result) changes nothing.
+        """
+        players: list[str] = []
+        cooldowns: list[str] = []
+        requeue: list[str] = []
+        for records, cooldown, waiting in games:
+            for player, record in records.items():
+                score = leaderboard_score(record.points, record.wins)
+                players.append(f"{player}\x1f{score}\x1f{encode_record(record)}")
+            if cooldown is not None:
+                cooldowns.append(f"{cooldown[0]}\x1f{cooldown[1]}\x1f{cooldown[2]!r}")
+            requeue.extend(f"{player}\x1f{since!r}" for player, since in waiting.items())
+        k = lambda name: self.key(arena_id, name)  # noqa: E731
+        await self._scored(
+            keys=[k("board"), k("rec"), k("playing"), k("queue")],
+            args=[k("cool:"), repr(now), "\x1e".join(players), "\x1e".join(cooldowns), "\x1e".join(requeue)],
+        )
+
+    # -- the leaderboard ---------------------------------------------------------------------
+
+    async def board_size(self, arena_id: str) -> int:
+        """How many players are on the leaderboard."""
+        return int(await self.redis.zcard(self.key(arena_id, "board")))
+
+    async def position(self, arena_id: str, player_id: str) -> int | None:
+        """0-based position of a player in the board's order, or None if not on it."""
+        value = await self.redis.zrevrank(self.key(arena_id, "board"), player_id)
+        return None if value is None else int(value)
+
+    async def board_page(self, arena_id: str, offset: int, size: int) -> list[BoardRow]:
+        """`size` rows from position `offset` (best first), each with its shared rank (AR-6)."""
+        k = lambda name: self.key(arena_id, name)  # noqa: E731
+        entries = await self.redis.zrevrange(k("board"), offset, offset + size - 1, withscores=True)
+        if not entries:
+            return []
+        players = [member.decode() for member, _ in entries]
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for _, score in entries:
+                pipe.zcount(k("board"), f"({int(score)}", "+inf")
+            pipe.hmget(k("rec"), players)
+            pipe.smismember(k("playing"), players)
+            replies = await pipe.execute()
+        ranks, raw_records, playing = replies[:-2], replies[-2], replies[-1]
+        return [
+            BoardRow(int(rank) + 1, player, decode_record(raw), bool(flag))
+            for player, rank, raw, flag in zip(players, ranks, raw_records, playing, strict=True)
+        ]
+
+    # -- ownership ---------------------------------------------------------------------------
+
+    async def hold_lease(self, arena_id: str, replica: str, lease_ms: int) -> bool:
+        """Take or renew this replica's lease on pairing the arena; False if another holds it."""
+        return bool(await self._lease(keys=[self.key(arena_id, "owner")], args=[replica, lease_ms]))
+
+    async def release_lease(self, arena_id: str, replica: str) -> None:
+        """Give the lease back (on shutdown), so another replica takes over at once."""
+        await self._release(keys=[self.key(arena_id, "owner")], args=[replica])

@@ -1,0 +1,378 @@
+"""Pairing arenas: one owner per arena (a Redis lease), a pass whenever someone starts waiting (AR-2, AR-3).
+
+A pass reads the waiting queue, ranks, colours and cooldowns from Redis, the ratings from
+the rating service (cached), calls the pure `match_waiting`, then saves the games and their
+GameRequested events in one transaction and takes the paired players out of the queue.
+PostgreSQL has the last word: under the arena's row lock the save drops any pairing of a
+player who left or is still in a game, so two replicas pairing at once (a lease lost in a
+pause) can never put a player in two games.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import asyncpg
+from redis.exceptions import RedisError
+
+from arbiter.clocks.speed import Speed
+from arbiter.competition.arena import ArenaPairing, WaitingPlayer, match_waiting
+from arbiter.competition.types import Side
+from arbiter.contracts import common_pb2 as common
+from arbiter.contracts import events_pb2 as ev
+from arbiter.kit.events import timestamp
+from arbiter.kit.outbox import Outbox
+from arbiter.kit.timesource import TimeSource
+from arbiter.openings.draw import initial_fen
+from services.arena import store
+from services.arena.convert import SPEED_TO_PROTO
+from services.arena.hot import Colours, HotStore, Waiting
+from services.arena.lifecycle import Lifecycle, finish_if_done
+from services.arena.metrics import ArenaMetrics
+from services.arena.ratings import RatingCache
+from services.arena.rebuild import rebuild_arena
+from services.arena.settings import ArenaSettings
+from services.arena.watch import WatchHub
+
+log = logging.getLogger(__name__)
+_WAKE_CHANNEL = "arena:wake"
+# Above this many waiting players the matching runs in a thread, so the loop keeps serving meanwhile.
+_THREAD_ABOVE = 400
+
+
+@dataclass(frozen=True, slots=True)
+class ArenaInfo:
+    """What a pass needs of an arena that never changes after creation."""
+
+    arena_id: str
+    variant: str
+    speed: int
+    base_seconds: int
+    increment_seconds: int
+    rated: bool
+    ends_at: datetime
+    # O-1: arena games start from the initial position (computed once, not per game).
+    fen: str
+
+
+class Matchmaker:
+    """Holds the leases of the arenas this replica pairs and runs their passes."""
+
+    def __init__(
+        self, pool: asyncpg.Pool, hot: HotStore, outbox: Outbox, clock: TimeSource, ratings: RatingCache,
+        hub: WatchHub, lifecycle: Lifecycle, metrics: ArenaMetrics, settings: ArenaSettings,
+        replica: str | None = None, on_paired: Callable[[str, list[tuple[str, str, str]]], None] | None = None,
+    ) -> None:
+        self.pool = pool
+        self.hot = hot
+        self.outbox = outbox
+        self.clock = clock
+        self.ratings = ratings
+        self.hub = hub
+        self.lifecycle = lifecycle
+        self.metrics = metrics
+        self.settings = settings
+        self.replica = replica or settings.replica_id or uuid.uuid4().hex
+        # The benchmark's probe: called with (arena id, [(game id, white, black)]) right after a save commits
+        # (the GameRequested events are then in the outbox), before the queue update.
+        self.on_paired = on_paired
+        self._wakes: dict[str, asyncio.Event] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._info: dict[str, ArenaInfo] = {}
+
+    # -- waking -------------------------------------------------------------------------------
+
+    def owns(self, arena_id: str) -> bool:
+        """Does this replica pair `arena_id` right now?"""
+        return arena_id in self._workers
+
+    async def wake(self, arena_id: str) -> None:
+        """Someone started waiting in `arena_id`: pair now, here or on the owning replica (AR-2)."""
+        event = self._wakes.get(arena_id)
+        if event is not None:
+            event.set()
+            return
+        try:
+            await self.hot.redis.publish(_WAKE_CHANNEL, arena_id)
+        except (RedisError, OSError) as error:
+            # The owner's tick pairs them a moment later anyway.
+            log.warning("wake publish failed", extra={"arena_id": arena_id, "error": repr(error)})
+
+    # -- the Redis side, rebuilt on demand ----------------------------------------------------
+
+    async def ensure_hot(self, arena_id: str) -> None:
+        """Rebuild the arena's Redis keys from PostgreSQL when its marker is missing (e.g. after a flush)."""
+        if not await self.hot.is_ready(arena_id):
+            await self.rebuild(arena_id)
+
+    async def rebuild(self, arena_id: str) -> None:
+        """Rewrite the arena's Redis keys from PostgreSQL."""
+        await rebuild_arena(self.pool, self.hot, arena_id, self.clock.now())
+        self.metrics.rebuilds.labels(self.metrics.service).inc()
+        log.info("arena rebuilt from PostgreSQL", extra={"arena_id": arena_id})
+
+    # -- one pass -----------------------------------------------------------------------------
+
+    async def _arena_info(self, arena_id: str) -> ArenaInfo | None:
+        info = self._info.get(arena_id)
+        if info is None:
+            row = await store.arena(self.pool, arena_id)
+            if row is None:
+                return None
+            info = ArenaInfo(arena_id, row["variant"], SPEED_TO_PROTO[Speed(row["speed"])], row["base_seconds"],
+                             row["increment_seconds"], row["rated"], row["ends_at"], initial_fen(row["variant"]))
+            self._info[arena_id] = info
+        return info
+
+    async def pair_once(self, arena_id: str) -> int:
+        """Pair whoever may meet among the players waiting in `arena_id`; return the games requested."""
+        started = time.perf_counter()
+        info = await self._arena_info(arena_id)
+        now = self.clock.now()
+        if info is None or now >= info.ends_at:
+            # AR-1: no new pairings once the duration is over.
+            return 0
+        waiting = await self.hot.snapshot(arena_id, now.timestamp())
+        if waiting is None:
+            await self.rebuild(arena_id)
+            waiting = await self.hot.snapshot(arena_id, now.timestamp()) or []
+        service = self.metrics.service
+        self.metrics.waiting.labels(service, arena_id).set(len(waiting))
+        if len(waiting) < 2:
+            return 0
+        by_id = {w.player_id: w for w in waiting}
+        ratings, complete = await self.ratings.ratings(arena_id, info.variant, info.speed, list(by_id))
+        if not complete:
+            self.metrics.rating_fallbacks.labels(service).inc()
+        refusals = sum(len(w.blocked & by_id.keys()) for w in waiting) // 2
+        if refusals:
+            self.metrics.cooldown_refusals.labels(service).inc(refusals)
+        players = [
+            WaitingPlayer(
+                player_id=w.player_id, rank=w.rank, rating=round(ratings[w.player_id]),
+                colour_balance=w.colours.balance, last_colour=w.colours.last,
+                waiting_since=datetime.fromtimestamp(w.since, UTC),
+            )
+            for w in waiting
+        ]
+        blocked = {w.player_id: w.blocked for w in waiting}
+        # AR-2, AR-3: close in rank and rating, colours balanced, never inside a cooldown.
+        if len(players) > _THREAD_ABOVE:
+            pairings = await asyncio.to_thread(match_waiting, players, blocked, now, seed=int(now.timestamp()))
+        else:
+            pairings = match_waiting(players, blocked, now, seed=int(now.timestamp()))
+        if not pairings:
+            return 0
+        saved, game_ids, refused = await self._save(info, pairings, now)
+        if refused:
+            await self.hot.discard_waiting(arena_id, refused)
+        if saved and self.on_paired is not None:
+            self.on_paired(arena_id, [(g, p.white, p.black) for g, p in zip(game_ids, saved, strict=True)])
+        if saved:
+            taken: list[tuple[str, float, Colours]] = []
+            for pairing in saved:
+                white, black = by_id[pairing.white], by_id[pairing.black]
+                taken.append((white.player_id, white.since, white.colours.after(Side.WHITE)))
+                taken.append((black.player_id, black.since, black.colours.after(Side.BLACK)))
+            await self.hot.take(arena_id, taken)
+            self._observe(saved, by_id, now)
+            self.metrics.waiting.labels(service, arena_id).set(len(waiting) - 2 * len(saved) - len(refused))
+            await self.hub.publish(arena_id, "paired")
+        self.metrics.pass_seconds.labels(service).observe(time.perf_counter() - started)
+        return len(saved)
+
+    def _observe(self, saved: Sequence[ArenaPairing], by_id: dict[str, Waiting], now: datetime) -> None:
+        scale = self.clock.scale
+        for pairing in saved:
+            for player in (pairing.white, pairing.black):
+                waiting = by_id[player]
+                # Only waits that began at a game end (a first join is not a requeue).
+                if waiting.record.games:
+                    real = max(0.0, now.timestamp() - waiting.since) / scale
+                    self.metrics.requeue_to_request.labels(self.metrics.service).observe(real)
+        self.metrics.pairings.labels(self.metrics.service).inc(len(saved))
+
+    async def _save(
+        self, info: ArenaInfo, pairings: Sequence[ArenaPairing], now: datetime
+    ) -> tuple[list[ArenaPairing], list[str], list[str]]:
+        """Games + GameRequested in one transaction; PostgreSQL refuses players who left or still play."""
+        arena_id = info.arena_id
+        candidates = [p for pairing in pairings for p in (pairing.white, pairing.black)]
+        async with self.pool.acquire() as connection, connection.transaction():
+            arena = await store.arena(connection, arena_id, "FOR UPDATE")
+            if arena is None or arena["state"] != "running" or now >= arena["ends_at"]:
+                return [], [], []
+            # No row locks needed: joins, leaves and results hold the arena's row in share mode,
+            # so none of them runs while this transaction holds it in update mode.
+            seats = await connection.fetch(
+                "SELECT player_id, active FROM arena_players WHERE arena_id = $1 AND player_id = ANY($2::text[])",
+                arena_id, candidates,
+            )
+            playing = {
+                p for row in await connection.fetch(
+                    "SELECT white_id, black_id FROM arena_games WHERE arena_id = $1 AND result IS NULL"
+                    " AND (white_id = ANY($2::text[]) OR black_id = ANY($2::text[]))",
+                    arena_id, candidates,
+                ) for p in (row["white_id"], row["black_id"])
+            }
+            # Never two games at once, never a player who left: whatever Redis said.
+            free = {row["player_id"] for row in seats if row["active"]} - playing
+            refused = sorted(set(candidates) - free)
+            if refused:
+                log.info("players dropped from the queue at save", extra={"arena_id": arena_id, "players": refused})
+            kept = [p for p in pairings if p.white in free and p.black in free]
+            if not kept:
+                return [], [], refused
+            first = arena["next_seq"]
+            ids = [store.game_id(arena_id, first + i) for i in range(len(kept))]
+            await connection.execute(
+                "WITH games AS (INSERT INTO arena_games (game_id, arena_id, seq, white_id, black_id, requested_at)"
+                " SELECT g, $1, s, w, b, $6 FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[])"
+                " AS t(g, s, w, b)) UPDATE arenas SET next_seq = $7 WHERE id = $1",
+                arena_id, ids, [first + i for i in range(len(kept))], [p.white for p in kept],
+                [p.black for p in kept], now, first + len(kept),
+            )
+            await self.outbox.add(
+                connection, *(self._requested(info, game_id, p, now) for game_id, p in zip(ids, kept, strict=True))
+            )
+        return kept, ids, refused
+
+    @staticmethod
+    def _requested(info: ArenaInfo, game_id: str, pairing: ArenaPairing, now: datetime) -> ev.GameRequested:
+        event = ev.GameRequested(
+            game_id=game_id, competition=common.CompetitionRef(kind=common.COMPETITION_KIND_ARENA, id=info.arena_id),
+            variant=info.variant, white_id=pairing.white, black_id=pairing.black,
+            speed=info.speed,  # type: ignore[arg-type]
+            rated=info.rated, boost_allowed=True, requested_at=timestamp(now),
+            opening=common.Opening(variant=info.variant, mode=common.OPENING_MODE_FREE, fen=info.fen),
+        )
+        event.time_control.fischer.base_seconds = info.base_seconds
+        event.time_control.fischer.increment_seconds = info.increment_seconds
+        # Deterministic: a pass replayed after a crash publishes the same event id.
+        event.meta.event_id = f"{game_id}/requested"
+        return event
+
+    # -- ownership ----------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Hold leases on the live arenas, run one worker per owned arena, until `stop`."""
+        listener = asyncio.create_task(self._listen(stop), name="arena-wake-listener")
+        try:
+            while not stop.is_set():
+                try:
+                    await self._hold_leases()
+                    await self._announce_timer_changes()
+                except (OSError, RedisError, asyncpg.PostgresError, asyncio.TimeoutError) as error:
+                    log.warning("lease round failed, retrying", extra={"error": repr(error)})
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.settings.lease_renew_seconds)
+        finally:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await listener
+            for arena_id in list(self._workers):
+                await self._stop_worker(arena_id)
+                with contextlib.suppress(RedisError, OSError):
+                    # Hand over at once rather than after the lease runs out.
+                    await self.hot.release_lease(arena_id, self.replica)
+
+    async def _hold_leases(self) -> None:
+        live = await store.live_arena_ids(self.pool)
+        lease_ms = int(self.settings.lease_seconds * 1000)
+        for arena_id in live:
+            if await self.hot.hold_lease(arena_id, self.replica, lease_ms):
+                if arena_id not in self._workers:
+                    await self._start_worker(arena_id)
+            elif arena_id in self._workers:
+                log.warning("arena lease lost to another replica", extra={"arena_id": arena_id})
+                await self._stop_worker(arena_id)
+        for arena_id in set(self._workers) - set(live):
+            await self._stop_worker(arena_id)
+            await self.hot.release_lease(arena_id, self.replica)
+        service = self.metrics.service
+        self.metrics.owned.labels(service).set(len(self._workers))
+        for arena_id in self._workers:
+            self.metrics.leaderboard_size.labels(service, arena_id).set(await self.hot.board_size(arena_id))
+            self.metrics.waiting.labels(service, arena_id).set(await self.hot.waiting_count(arena_id))
+
+    async def _start_worker(self, arena_id: str) -> None:
+        log.info("pairing arena", extra={"arena_id": arena_id, "replica": self.replica})
+        # A new owner does not trust what the previous one left half-written: PostgreSQL decides.
+        await self.rebuild(arena_id)
+        event = asyncio.Event()
+        event.set()
+        self._wakes[arena_id] = event
+        self._workers[arena_id] = asyncio.create_task(self._work(arena_id, event), name=f"arena-{arena_id}")
+
+    async def _stop_worker(self, arena_id: str) -> None:
+        self._wakes.pop(arena_id, None)
+        for gauge in (self.metrics.leaderboard_size, self.metrics.waiting):
+            # Another replica reports this arena now.
+            with contextlib.suppress(KeyError):
+                gauge.remove(self.metrics.service, arena_id)
+        task = self._workers.pop(arena_id, None)
+        self._info.pop(arena_id, None)
+        self.ratings.forget(arena_id)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _work(self, arena_id: str, event: asyncio.Event) -> None:
+        """Pair on every wake, and at least every tick (cooldowns run out without any event, AR-3)."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), self.settings.tick_seconds)
+            event.clear()
+            try:
+                await self.pair_once(arena_id)
+                await self._finish_if_closing(arena_id)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # Keep the worker alive: the next tick retries from what PostgreSQL and Redis say.
+                log.exception("pairing pass failed; retrying at the next tick", extra={"arena_id": arena_id})
+                await asyncio.sleep(self.settings.tick_seconds)
+
+    async def _finish_if_closing(self, arena_id: str) -> None:
+        """Safety net for AR-1's end: finish a closing arena whose last game ended (normally done by the result)."""
+        info = self._info.get(arena_id)
+        if info is None or self.clock.now() < info.ends_at:
+            return
+        async with self.pool.acquire() as connection, connection.transaction():
+            done = await finish_if_done(connection, self.outbox, arena_id, self.clock.now())
+        if done:
+            await self.hub.publish(arena_id, "finished")
+
+    async def _announce_timer_changes(self) -> None:
+        changed, self.lifecycle.changed[:] = list(self.lifecycle.changed), []
+        for arena_id, change in changed:
+            await self.hub.publish(arena_id, change)
+            await self.wake(arena_id)
+
+    async def _listen(self, stop: asyncio.Event) -> None:
+        """Wakes published by other replicas (a result handled there, a join served there)."""
+        while not stop.is_set():
+            pubsub = self.hot.redis.pubsub()
+            try:
+                await pubsub.subscribe(_WAKE_CHANNEL)
+                while not stop.is_set():
+                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                    if message is None or message.get("type") != "message":
+                        continue
+                    event = self._wakes.get(message["data"].decode())
+                    if event is not None:
+                        event.set()
+            except (RedisError, OSError) as error:
+                log.warning("wake listener failed, resubscribing", extra={"error": repr(error)})
+                await asyncio.sleep(0.5)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()

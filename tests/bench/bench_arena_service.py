@@ -1,0 +1,256 @@
+"""Arena service: game end -> next GameRequested latency at 500 games/s, and a 5,000-player burst.
+
+Prints figures, asserts nothing (DESIGN: bench scripts never assert timings). One run:
+1. start the infrastructure (KAFKA_BOOTSTRAP_SERVERS / REDIS_URL / DATABASE_URL when given,
+   else the embedded tansu, a throwaway redis-server and the machine's or an embedded
+   PostgreSQL, on a fresh database) and the arena service's parts in this process: the
+   matchmaker (lease, worker, passes) and the GameFinished handler, on real Redis and
+   PostgreSQL, with the outbox relay publishing to Kafka;
+2. burst: an arena with 5,000 players all waiting; one pairing pass, timed (snapshot from
+   Redis, matching, one transaction with 2,500 games and their GameRequested, queue update);
+3. steady state: an arena with 10,000 players (the first pass pairs 5,000 games), then
+   `--rate` games finish per second for `--seconds`: each GameFinished goes to the service's
+   batch handler as the Kafka subscriber would hand it over; the figure is, per player, from
+   the moment their GameFinished is handed to the service to the commit of the transaction
+   holding their next GameRequested (the event is then in the outbox; the relay publishes it).
+   Kafka transport before and after is not included (see bench_rating_service for the broker).
+Targets (issue 7): p99 <= 50 ms; the burst <= 200 ms.
+
+    .venv/bin/python tests/bench/bench_arena_service.py [--players 10000] [--rate 500] [--seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import tempfile
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import asyncpg
+
+from arbiter.contracts import arena_pb2 as ap
+from arbiter.contracts import common_pb2 as cm
+from arbiter.contracts import events_pb2 as ev
+from arbiter.devstack.infra import create_database, postgres_reachable
+from arbiter.devstack.stack import SystemStack
+from arbiter.kit.creators import ensure_creator_registry
+from arbiter.kit.events import timestamp
+from arbiter.kit.kafka import make_outbox_producer, outbox_publisher
+from arbiter.kit.outbox import OutboxRelay
+from arbiter.kit.runtime import connect
+from services.arena.hot import HotStore
+from services.arena.lifecycle import Lifecycle
+from services.arena.main import MIGRATIONS
+from services.arena.matchmaker import Matchmaker
+from services.arena.metrics import ArenaMetrics
+from services.arena.ratings import RatingCache
+from services.arena.results import ResultDesk
+from services.arena.settings import ArenaSettings
+from services.arena.watch import WatchHub
+
+LOCAL_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
+RESULTS = (cm.GAME_RESULT_WHITE_WINS, cm.GAME_RESULT_BLACK_WINS, cm.GAME_RESULT_DRAW)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def make_arena(pool: asyncpg.Pool, players: int, now) -> str:  # noqa: ANN001
+    """An arena running for 8 hours with `players` joined, written straight to PostgreSQL."""
+    arena_id = f"a_bench{uuid.uuid4().hex[:6]}"
+    settings = ap.ArenaSettings(name="bench", variant="international", duration_minutes=480,
+                                time_control=cm.FischerControl(base_seconds=60, increment_seconds=0), rated=True)
+    async with pool.acquire() as c, c.transaction():
+        await c.execute(
+            "INSERT INTO arenas (id, creator_id, name, variant, base_seconds, increment_seconds, speed, rated,"
+            " duration_minutes, starts_at, ends_at, state, settings, created_at)"
+            " VALUES ($1, $2, 'bench', 'international', 60, 0, 'bullet', true, 480, $3, $4, 'running', $5, $3)",
+            arena_id, f"creator-{arena_id}", now, now + timedelta(hours=8), settings.SerializeToString(),
+        )
+        await c.executemany(
+            "INSERT INTO arena_players (arena_id, player_id, joined_at) VALUES ($1, $2, $3)",
+            [(arena_id, f"{arena_id}-p{i:05d}", now) for i in range(players)],
+        )
+    return arena_id
+
+
+async def run(args: argparse.Namespace, stack: SystemStack) -> None:
+    settings = ArenaSettings(
+        kafka_bootstrap_servers=stack.kafka_bootstrap, redis_url=stack.redis_url, database_url=stack.database_url,
+        grpc_port=0, metrics_port=0, db_pool_max=10, tick_seconds=0.25, replica_id="bench",
+    )
+    infra = await connect(settings, "arena", MIGRATIONS)
+    await ensure_creator_registry(infra.pool)
+    metrics = ArenaMetrics.create(infra.metrics)
+    hot = HotStore(infra.redis)
+    hub = WatchHub(infra.redis)
+    running: dict[str, tuple[str, str]] = {}
+    pending: dict[str, float] = {}
+    latencies: list[float] = []
+
+    def on_paired(arena_id: str, games: list[tuple[str, str, str]]) -> None:
+        now = time.perf_counter()
+        for game_id, white, black in games:
+            running[game_id] = (white, black)
+            for player in (white, black):
+                started = pending.pop(player, None)
+                if started is not None:
+                    latencies.append(now - started)
+
+    matchmaker = Matchmaker(infra.pool, hot, infra.outbox, infra.time_source, RatingCache(None, 0.5, 10.0), hub,
+                            Lifecycle(infra.outbox, hot, infra.time_source), metrics, settings, on_paired=on_paired)
+    desk = ResultDesk(infra.pool, hot, infra.outbox, infra.time_source, matchmaker, hub)
+    stop = asyncio.Event()
+    producer = make_outbox_producer(settings, "arena")
+    await producer.start()
+    relay = OutboxRelay(infra.pool, "arena", outbox_publisher(producer), infra.metrics)
+    relay_task = asyncio.create_task(relay.run(stop))
+    try:
+        # -- burst ------------------------------------------------------------------------------
+        burst_arena = await make_arena(infra.pool, args.burst, infra.time_source.now())
+        await matchmaker.rebuild(burst_arena)
+        waiting = await hot.waiting_count(burst_arena)
+        committed: list[float] = []
+        matchmaker.on_paired = lambda arena_id, games: committed.append(time.perf_counter())
+        started = time.perf_counter()
+        games = await matchmaker.pair_once(burst_arena)
+        burst = time.perf_counter() - started
+        matchmaker.on_paired = on_paired
+        left = await hot.waiting_count(burst_arena)
+        print(f"burst: {waiting} waiting players -> {games} games; GameRequested committed after"
+              f" {(committed[0] - started) * 1000:.0f} ms (Redis snapshot, match_waiting, one transaction),"
+              f" queue updated after {burst * 1000:.0f} ms; {left} left waiting")
+        await infra.pool.execute("UPDATE arenas SET state = 'finished' WHERE id = $1", burst_arena)
+        running.clear()
+
+        # -- steady state -------------------------------------------------------------------------
+        arena_id = await make_arena(infra.pool, args.players, infra.time_source.now())
+        started = time.perf_counter()
+        owner = asyncio.create_task(matchmaker.run(stop))
+        while len(running) < args.players // 2 - 1 and time.perf_counter() - started < 60:
+            await asyncio.sleep(0.01)
+        print(f"steady: {args.players} players joined; the first pass opened {len(running)} games"
+              f" {time.perf_counter() - started:.2f} s after the lease was taken (includes the rebuild)")
+        # Steady state only: let the relay publish the first pass's GameRequested events first.
+        while await infra.pool.fetchval("SELECT count(*) FROM outbox") and time.perf_counter() - started < 120:
+            await asyncio.sleep(0.1)
+        print(f"steady: outbox relayed to Kafka {time.perf_counter() - started:.2f} s after the lease was taken")
+        queue: asyncio.Queue[ev.GameFinished] = asyncio.Queue()
+        rng = random.Random(args.seed)
+
+        async def consume() -> None:
+            # As the kit's batch subscriber: whatever is there, up to 500 at a time.
+            while True:
+                batch = [await queue.get()]
+                while not queue.empty() and len(batch) < 500:
+                    batch.append(queue.get_nowait())
+                try:
+                    await desk.on_finished(batch)
+                except Exception as error:  # the kit redelivers a failed batch: so does this stand-in
+                    print(f"handler failed, retrying the batch: {error!r}")
+                    for event in batch:
+                        queue.put_nowait(event)
+                    await asyncio.sleep(0.5)
+
+        consumer = asyncio.create_task(consume())
+        total = int(args.rate * args.seconds)
+        tick = 0.01
+        per_tick = args.rate * tick
+        sent = 0
+        owed = 0.0
+        begin = time.perf_counter()
+        while sent < total:
+            owed += per_tick
+            while owed >= 1 and sent < total and running:
+                # The oldest running game ends first (games of one arena last about as long).
+                game_id = next(iter(running))
+                white, black = running.pop(game_id)
+                event = ev.GameFinished(
+                    game_id=game_id, competition=cm.CompetitionRef(kind=cm.COMPETITION_KIND_ARENA, id=arena_id),
+                    white_id=white, black_id=black, result=rng.choice(RESULTS),  # type: ignore[arg-type]
+                    termination=cm.TERMINATION_RESIGNATION, finished_at=timestamp(infra.time_source.now()),
+                )
+                event.meta.event_id = uuid.uuid4().hex
+                now = time.perf_counter()
+                pending[white] = pending[black] = now
+                queue.put_nowait(event)
+                sent += 1
+                owed -= 1
+            target = begin + (sent / args.rate)
+            # Never a busy loop: with no game running the feeder waits for the service to catch up.
+            await asyncio.sleep(max(0.001, min(tick, target - time.perf_counter())))
+            if args.verbose and int(time.perf_counter() - begin) != int(time.perf_counter() - begin - tick):
+                print(f"  t={time.perf_counter() - begin:.0f}s sent {sent}, running {len(running)},"
+                      f" waiting for a game {len(pending)}, handler backlog {queue.qsize()}")
+            if time.perf_counter() - begin > 3 * args.seconds + 30:
+                print("the service fell too far behind; stopping the feed")
+                break
+        elapsed = time.perf_counter() - begin
+        settle = time.perf_counter()
+        while pending and time.perf_counter() - settle < 5:
+            await asyncio.sleep(0.05)
+        consumer.cancel()
+        owner_stop = stop
+        owner_stop.set()
+        await asyncio.gather(owner, consumer, return_exceptions=True)
+        print(f"steady: {sent} GameFinished handed over in {elapsed:.2f} s ({sent / elapsed:.0f} games/s);"
+              f" {len(latencies)} players re-paired, {len(pending)} still waiting at the end")
+        if latencies:
+            print(f"game end -> next GameRequested (committed): p50 {percentile(latencies, 0.50) * 1000:.1f} ms,"
+                  f" p90 {percentile(latencies, 0.90) * 1000:.1f} ms, p99 {percentile(latencies, 0.99) * 1000:.1f} ms,"
+                  f" max {max(latencies) * 1000:.1f} ms, mean {statistics.fmean(latencies) * 1000:.1f} ms")
+        pairings = metrics.pairings.labels("arena")._value.get()  # noqa: SLF001 - a figure, not a check
+        print(f"pairings total {pairings:.0f}; cooldown refusals"
+              f" {metrics.cooldown_refusals.labels('arena')._value.get():.0f}")  # noqa: SLF001
+    finally:
+        stop.set()
+        failed = (await asyncio.gather(relay_task, return_exceptions=True))[0]
+        if failed is not None:
+            print(f"the outbox relay failed: {failed!r}")
+        await producer.stop()
+        await infra.close()
+
+
+def main() -> None:
+    """Start the infrastructure, run the benchmark, print the figures, stop everything."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--players", type=int, default=10_000)
+    parser.add_argument("--burst", type=int, default=5_000, help="players waiting at once in the burst")
+    parser.add_argument("--rate", type=float, default=500.0, help="games finishing per second")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--verbose", action="store_true", help="print progress every second")
+    args = parser.parse_args()
+
+    environ = dict(os.environ)
+    server = environ.get("DATABASE_URL") or (LOCAL_POSTGRES if postgres_reachable(LOCAL_POSTGRES) else "")
+    database = f"arbiter_bench_{uuid.uuid4().hex[:8]}"
+    if server:
+        environ["DATABASE_URL"] = asyncio.run(create_database(server, database))
+    with tempfile.TemporaryDirectory(prefix="bench-arena-") as state, SystemStack(
+        Path(state), free_ports=True, environ=environ, say=lambda line: print("  " + line),
+    ) as stack:
+        stack.start_infrastructure()
+        asyncio.run(run(args, stack))
+    if server:
+        asyncio.run(_drop(server, database))
+
+
+async def _drop(server: str, database: str) -> None:
+    connection = await asyncpg.connect(server)
+    try:
+        await connection.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    finally:
+        await connection.close()
+
+
+if __name__ == "__main__":
+    main()
