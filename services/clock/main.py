@@ -1,4 +1,9 @@
-"""Composition root of the clock service: the row of DESIGN.md's table, wired through the kit."""
+"""Composition root of the clock service: the row of DESIGN.md's table, wired through the kit.
+
+clock | owns every running clock (Fischer and Triple Block), presence, flags | ClockService:
+Get, Refuel, Claim, ResolveClaim | consumes game requested / started / moved / finished,
+presence, boosts | publishes clock flagged, game abandoned (never sat), clock state.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,20 @@ import logging
 from pathlib import Path
 
 from arbiter.contracts import clock_pb2_grpc
+from arbiter.kit import events
 from arbiter.kit.grpcserver import GrpcService
+from arbiter.kit.kafka import subscribe
 from arbiter.kit.logs import configure_logging
 from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
+from services.clock.flags import FlagPoller
+from services.clock.handlers import ClockHandlers
+from services.clock.metrics import ClockMetrics
+from services.clock.publisher import StatePublisher
+from services.clock.records import CorrespondenceStore, Reconciler
+from services.clock.servicer import ClockServicer
 from services.clock.settings import ClockSettings
+from services.clock.store import LiveStore
 
 log = logging.getLogger(__name__)
 SERVICE = "clock"
@@ -21,14 +35,39 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 async def serve(settings: ClockSettings, stop: asyncio.Event | None = None) -> None:
     """Connect, wire the handlers and serve until stopped."""
     infra = await connect(settings, SERVICE, MIGRATIONS)
-    servicer = clock_pb2_grpc.ClockServiceServicer()
+    metrics = ClockMetrics.create(infra.metrics)
+    live = LiveStore(infra.redis, settings.clock_redis_prefix, int(settings.over_ttl_seconds * 1000),
+                     int(settings.parked_ttl_seconds * 1000))
+    correspondence = CorrespondenceStore(infra.pool, live)
+    publisher = StatePublisher(settings.kafka_bootstrap_servers, f"arbiter-{SERVICE}-state", infra.metrics)
+    handlers = ClockHandlers(live, correspondence, infra.outbox, publisher, infra.time_source, metrics)
+    # One consumer group per topic: a slow topic never holds another one's partitions.
+    for topic, handler in (
+        (events.GAME_REQUESTED, handlers.on_requested),
+        (events.GAME_STARTED, handlers.on_started),
+        (events.PRESENCE_CHANGED, handlers.on_presence),
+        (events.BOOST_TAKEN, handlers.on_boost),
+        (events.GAME_FINISHED, handlers.on_finished),
+    ):
+        subscribe(infra.broker, settings, infra.metrics, topic, f"{SERVICE}.{topic.name}", handler, batch=True,
+                  max_records=settings.event_batch_size)
+    subscribe(infra.broker, settings, infra.metrics, events.MOVE_MADE, f"{SERVICE}.{events.MOVE_MADE.name}",
+              handlers.on_moves, batch=True, max_records=settings.move_batch_size)
+    poller = FlagPoller(live, correspondence, infra.pool, infra.outbox, infra.time_source, metrics, settings)
+    reconciler = Reconciler(correspondence, settings.reconcile_seconds)
+    servicer = ClockServicer(live, correspondence, infra.outbox, infra.time_source)
     grpc_services = [
         GrpcService(
             "arbiter.contracts.ClockService",
             lambda server: clock_pb2_grpc.add_ClockServiceServicer_to_server(servicer, server),
         )
     ]
-    await ServiceRuntime(infra, grpc_services).run(stop)
+    # Started before the consumers: the first batch of moves publishes clock states.
+    await publisher.start()
+    try:
+        await ServiceRuntime(infra, grpc_services, background=[poller.run, reconciler.run]).run(stop)
+    finally:
+        await publisher.stop()
 
 
 def main() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from arbiter.kit.settings import KitSettings
 
 
@@ -10,3 +12,20 @@ class ClockSettings(KitSettings):
 
     grpc_port: int = 50052
     metrics_port: int = 9102
+    # Every key the service writes in Redis starts with this (games, deadlines, claims).
+    clock_redis_prefix: str = "clock"
+    # Real seconds the poller sleeps at most between two looks at the deadline set: the
+    # latency floor of a flag whose deadline was set after the poller went to sleep.
+    flag_poll_max_seconds: float = Field(default=0.01, gt=0)
+    flag_batch_size: int = Field(default=500, ge=1)
+    # Real seconds a replica may take to save a claimed flag before another one takes it over.
+    flag_lease_seconds: float = Field(default=5.0, gt=0)
+    move_batch_size: int = Field(default=1000, ge=1)
+    event_batch_size: int = Field(default=500, ge=1)
+    # Real seconds a finished game's clock stays readable (GetClock) and blocks late events.
+    over_ttl_seconds: float = Field(default=86_400.0, gt=0)
+    # Real seconds events of a game that never starts are kept waiting for it.
+    parked_ttl_seconds: float = Field(default=3_600.0, gt=0)
+    # Real seconds between two copies of every live Triple Block row into Redis.
+    reconcile_seconds: float = Field(default=60.0, gt=0)
+    live_gauge_seconds: float = Field(default=1.0, gt=0)

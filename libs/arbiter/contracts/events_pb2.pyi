@@ -41,7 +41,7 @@ class GameRequested(_message.Message):
     def __init__(self, meta: _Optional[_Union[_common_pb2.EventMeta, _Mapping]] = ..., game_id: _Optional[str] = ..., competition: _Optional[_Union[_common_pb2.CompetitionRef, _Mapping]] = ..., variant: _Optional[str] = ..., white_id: _Optional[str] = ..., black_id: _Optional[str] = ..., time_control: _Optional[_Union[_common_pb2.TimeControl, _Mapping]] = ..., speed: _Optional[_Union[_common_pb2.Speed, str]] = ..., rated: _Optional[bool] = ..., opening: _Optional[_Union[_common_pb2.Opening, _Mapping]] = ..., game_in_pairing: _Optional[int] = ..., boost_allowed: _Optional[bool] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class GameStarted(_message.Message):
-    __slots__ = ("meta", "game_id", "white_id", "black_id", "started_at", "competition", "variant", "time_control")
+    __slots__ = ("meta", "game_id", "white_id", "black_id", "started_at", "competition", "variant", "time_control", "start_fen")
     META_FIELD_NUMBER: _ClassVar[int]
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     WHITE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -50,6 +50,7 @@ class GameStarted(_message.Message):
     COMPETITION_FIELD_NUMBER: _ClassVar[int]
     VARIANT_FIELD_NUMBER: _ClassVar[int]
     TIME_CONTROL_FIELD_NUMBER: _ClassVar[int]
+    START_FEN_FIELD_NUMBER: _ClassVar[int]
     meta: _common_pb2.EventMeta
     game_id: str
     white_id: str
@@ -58,7 +59,8 @@ class GameStarted(_message.Message):
     competition: _common_pb2.CompetitionRef
     variant: str
     time_control: _common_pb2.TimeControl
-    def __init__(self, meta: _Optional[_Union[_common_pb2.EventMeta, _Mapping]] = ..., game_id: _Optional[str] = ..., white_id: _Optional[str] = ..., black_id: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., competition: _Optional[_Union[_common_pb2.CompetitionRef, _Mapping]] = ..., variant: _Optional[str] = ..., time_control: _Optional[_Union[_common_pb2.TimeControl, _Mapping]] = ...) -> None: ...
+    start_fen: str
+    def __init__(self, meta: _Optional[_Union[_common_pb2.EventMeta, _Mapping]] = ..., game_id: _Optional[str] = ..., white_id: _Optional[str] = ..., black_id: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., competition: _Optional[_Union[_common_pb2.CompetitionRef, _Mapping]] = ..., variant: _Optional[str] = ..., time_control: _Optional[_Union[_common_pb2.TimeControl, _Mapping]] = ..., start_fen: _Optional[str] = ...) -> None: ...
 
 class MoveMade(_message.Message):
     __slots__ = ("meta", "game_id", "player_id", "ply", "move", "fen_after", "played_at")

@@ -30,6 +30,7 @@ class KitSettings(BaseSettings):
     kafka_session_timeout_ms: int = Field(default=6000, ge=1000)
     kafka_heartbeat_interval_ms: int = Field(default=1000, ge=100)
     kafka_partitions: int = Field(default=4, ge=1)
+    kafka_fetch_max_wait_ms: int = Field(default=20, ge=0, le=5000)
     db_pool_min: int = Field(default=1, ge=1)
     db_pool_max: int = Field(default=10, ge=1)
     grpc_grace_seconds: float = Field(default=5.0, ge=0)

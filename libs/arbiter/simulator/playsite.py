@@ -352,7 +352,7 @@ class PlaySite:
         await self._publish(ev.GameStarted(
             game_id=request.game_id, white_id=request.white_id, black_id=request.black_id,
             started_at=events.timestamp(live.started_at), competition=request.competition, variant=request.variant,
-            time_control=request.time_control), f"{request.game_id}/started")
+            time_control=request.time_control, start_fen=request.opening.fen), f"{request.game_id}/started")
         self.stats.started += 1
         result = live.rng.choice(
             (common.GAME_RESULT_WHITE_WINS, common.GAME_RESULT_BLACK_WINS, common.GAME_RESULT_DRAW))
@@ -430,7 +430,7 @@ class PlaySite:
         started = ev.GameStarted(
             game_id=request.game_id, white_id=request.white_id, black_id=request.black_id,
             started_at=events.timestamp(live.started_at), competition=request.competition, variant=request.variant,
-            time_control=request.time_control,
+            time_control=request.time_control, start_fen=request.opening.fen,
         )
         await self._publish(started, f"{request.game_id}/started")
         self.stats.started += 1

@@ -1,0 +1,197 @@
+"""The flag poller: due deadlines from Redis, verdicts saved once in PostgreSQL, events via the outbox.
+
+Exactly once, with any number of replicas and crashes:
+1. `LiveStore.claim_due` moves due games to the in-flight set with a lease, atomically: one
+   replica takes each game.
+2. The verdict is decided again from the record (a move or a return may have just come in)
+   and written to the record with a compare-and-set (status `decided`); a move arriving after
+   that is ignored. A decided record is never decided again, so a retry publishes the same one.
+3. One PostgreSQL transaction inserts the verdict into `verdicts` (primary key game_id) and, only
+   if the row is new, its event (deterministic id `flag:<game>` / `abandon:<game>`) into the
+   outbox. A second replica or a retry after a crash inserts nothing.
+4. The record becomes `over` (compare-and-set) and the claim is dropped. A replica killed
+   before step 4 leaves the game in flight; when the lease runs out it is claimed again and
+   steps 2-4 repeat (step 3 then does nothing if it had committed).
+Kafka delivery stays at-least-once (the kit's outbox relay may publish a row twice after a
+crash), with the same event id, which consumers deduplicate.
+Deadlines are competition time; the poller sleeps in real time until the nearest one (at most
+`flag_poll_max_seconds`), through the time source.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import asyncpg
+from redis.exceptions import RedisError
+
+from arbiter.kit.outbox import Outbox
+from arbiter.kit.timesource import TimeSource
+from services.clock.handlers import MAX_ATTEMPTS
+from services.clock.metrics import ClockMetrics
+from services.clock.model import GameRecord, Kind, Status, Verdict, decide
+from services.clock.operations import conclude
+from services.clock.records import CorrespondenceStore, save_verdicts
+from services.clock.settings import ClockSettings
+from services.clock.store import LiveStore
+
+log = logging.getLogger(__name__)
+_TERMINATION_NAMES = {5: "time", 6: "disconnection", 7: "never_sat", 9: "both_absent"}
+
+
+class FlagPoller:
+    """Fires due flags (T-16, T-17, T-19, TB-4) exactly once across replicas and restarts."""
+
+    def __init__(
+        self, live: LiveStore, correspondence: CorrespondenceStore, pool: asyncpg.Pool, outbox: Outbox,
+        time_source: TimeSource, metrics: ClockMetrics, settings: ClockSettings,
+    ) -> None:
+        self.live = live
+        self.correspondence = correspondence
+        self.pool = pool
+        self.outbox = outbox
+        self.time_source = time_source
+        self.metrics = metrics
+        self.batch_size = settings.flag_batch_size
+        self.max_sleep = settings.flag_poll_max_seconds
+        # The lease is real time (how long a replica may take); claims are scored in competition ms.
+        self.lease_ms = int(settings.flag_lease_seconds * time_source.scale * 1000)
+        self.gauge_every = settings.live_gauge_seconds
+        self._gauge_at = 0.0
+
+    def now_ms(self) -> int:
+        """Competition time now, in ms."""
+        return int(self.time_source.timestamp() * 1000)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Poll until `stop` is set."""
+        while not stop.is_set():
+            fired = 0
+            try:
+                fired = await self.fire_due()
+                await self._sample_live()
+            except (RedisError, OSError, asyncpg.PostgresError, asyncio.TimeoutError) as error:
+                self.metrics.base.errors.labels(self.metrics.base.service, "flag_poll").inc()
+                log.warning("flag poll failed, retrying", extra={"error": repr(error)})
+            if fired >= self.batch_size:
+                continue
+            try:
+                await asyncio.wait_for(stop.wait(), await self._pause())
+            except TimeoutError:
+                pass
+
+    async def _pause(self) -> float:
+        earliest = await self.live.earliest_deadline()
+        if earliest is None:
+            return self.max_sleep
+        wait = self.time_source.real_seconds((earliest - self.now_ms()) / 1000)
+        return min(self.max_sleep, max(0.001, wait))
+
+    async def _sample_live(self) -> None:
+        if time.monotonic() - self._gauge_at < self.gauge_every:
+            return
+        self._gauge_at = time.monotonic()
+        self.metrics.live_clocks.labels(self.metrics.base.service).set(await self.live.live_count())
+
+    async def fire_due(self) -> int:
+        """Claim the games due now, decide and publish; return how many were claimed."""
+        now = self.now_ms()
+        claimed = await self.live.claim_due(now, now + self.lease_ms, self.batch_size)
+        if not claimed:
+            return 0
+        records = await self.live.load_many(claimed)
+        missing = [game_id for game_id, record in records.items() if record is None]
+        stored_elsewhere = await self.correspondence.known(missing) if missing else set()
+        live: list[GameRecord] = []
+        correspondence: list[str] = []
+        forgotten: list[str] = []
+        for game_id in claimed:
+            record = records[game_id]
+            if game_id in stored_elsewhere or (record is not None and record.kind is Kind.TRIPLE_BLOCK):
+                correspondence.append(game_id)
+            elif record is None:
+                forgotten.append(game_id)
+            else:
+                live.append(record)
+        await self.live.release(forgotten)
+        await self._fire_live(live, now)
+        for game_id in correspondence:
+            await self._fire_correspondence(game_id, now)
+        return len(claimed)
+
+    async def _fire_live(self, records: list[GameRecord], now: int) -> None:
+        decided: list[tuple[GameRecord, Verdict]] = []
+        not_due: list[str] = []
+        pending = records
+        for _ in range(MAX_ATTEMPTS):
+            to_save: list[GameRecord] = []
+            for record in pending:
+                if record.status is Status.DECIDED and record.verdict is not None:
+                    # Decided by a replica that died before saving it: publish that same verdict.
+                    decided.append((record, record.verdict))
+                    continue
+                verdict = decide(record, now)
+                if verdict is None:
+                    if record.status is Status.RUNNING:
+                        # Not due after all: save unchanged so the deadline set holds its next deadline.
+                        to_save.append(record)
+                    else:
+                        not_due.append(record.game_id)
+                    continue
+                record.status = Status.DECIDED
+                record.verdict = verdict
+                conclude(record, verdict.at_ms)
+                to_save.append(record)
+            saved = await self.live.save_many(to_save)
+            lost = [record.game_id for record, ok in zip(to_save, saved) if not ok]
+            for record, ok in zip(to_save, saved):
+                if not ok:
+                    continue
+                if record.status is Status.DECIDED and record.verdict is not None:
+                    decided.append((record, record.verdict))
+                else:
+                    not_due.append(record.game_id)
+            if not lost:
+                break
+            reloaded = await self.live.load_many(lost)
+            pending = [r for r in reloaded.values() if r is not None]
+            not_due.extend(game_id for game_id, r in reloaded.items() if r is None)
+        # Games still contended stay in flight; the lease brings them back.
+        await self.live.release(not_due)
+        if not decided:
+            return
+        async with self.pool.acquire() as connection, connection.transaction():
+            inserted = await save_verdicts(connection, self.outbox, decided, self.time_source.now())
+        self._observe([verdict for record, verdict in decided if record.game_id in inserted])
+        for record, _ in decided:
+            record.status = Status.OVER
+        # A record changed meanwhile (a GameFinished) keeps its own state; either way the claim ends.
+        await self.live.save_many([record for record, _ in decided])
+        await self.live.release([record.game_id for record, _ in decided])
+
+    async def _fire_correspondence(self, game_id: str, now: int) -> None:
+        async def settle(connection: asyncpg.Connection, record: GameRecord) -> Verdict | None:
+            verdict = decide(record, now)
+            if verdict is None:
+                return None
+            record.status = Status.OVER
+            record.verdict = verdict
+            conclude(record, verdict.at_ms)
+            inserted = await save_verdicts(connection, self.outbox, [(record, verdict)], self.time_source.now())
+            return verdict if inserted else None
+
+        outcome = await self.correspondence.change(game_id, settle)
+        await self.live.release([game_id])
+        if outcome is not None and outcome[0] is not None:
+            self._observe([outcome[0]])
+
+    def _observe(self, verdicts: list[Verdict]) -> None:
+        service = self.metrics.base.service
+        now = self.now_ms()
+        for verdict in verdicts:
+            self.metrics.flags.labels(service, _TERMINATION_NAMES.get(verdict.reason, str(verdict.reason))).inc()
+            self.metrics.flag_latency.labels(service).observe(
+                self.time_source.real_seconds(max(0, now - verdict.at_ms) / 1000)
+            )

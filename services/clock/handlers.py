@@ -1,0 +1,279 @@
+"""Kafka handlers: play-site events in, clock records changed, clock states out.
+
+Each handler fetches the game's record, calls one function of `operations`, and saves it:
+live (Fischer) games with a compare-and-set in Redis, Triple Block games in a row-locked
+PostgreSQL transaction (`records.CorrespondenceStore`). Every operation is idempotent, so
+at-least-once delivery needs no processed-event table here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import asyncpg
+
+from arbiter.contracts import events_pb2 as ev
+from arbiter.kit.outbox import Outbox
+from arbiter.kit.timesource import TimeSource
+from services.clock import operations as ops
+from services.clock.messages import clock_state, kind_of, meta_of_requested, meta_of_started, ms_of
+from services.clock.metrics import ClockMetrics
+from services.clock.model import GameRecord, Kind, Status
+from services.clock.publisher import StatePublisher
+from services.clock.records import CorrespondenceStore, StaleSeedError
+from services.clock.store import LiveStore
+
+# A change to one game: returns its outcome (counted) and the moves it applied (their ClockState).
+Mutation = Callable[[GameRecord], "tuple[str, list[ops.AppliedMove]]"]
+# Compare-and-set retries before giving up (the event is then delivered again).
+MAX_ATTEMPTS = 8
+# Games per chunk of a move batch (see `on_moves`).
+MOVE_CHUNK = 250
+
+
+class ConcurrentUpdateError(RuntimeError):
+    """A game kept changing under us; the event is retried from Kafka."""
+
+
+class ClockHandlers:
+    """The consumers of the play site's game events and of the arena's boosts."""
+
+    def __init__(
+        self, live: LiveStore, correspondence: CorrespondenceStore, outbox: Outbox, publisher: StatePublisher,
+        time_source: TimeSource, metrics: ClockMetrics,
+    ) -> None:
+        self.live = live
+        self.correspondence = correspondence
+        self.outbox = outbox
+        self.publisher = publisher
+        self.time_source = time_source
+        self.metrics = metrics
+
+    def now_ms(self) -> int:
+        """Competition time now, in ms."""
+        return int(self.time_source.timestamp() * 1000)
+
+    # -- changing games --------------------------------------------------------------------------
+
+    async def change_many(self, items: Sequence[tuple[str, Mutation, Kind]]) -> list[str]:
+        """Apply each (game, mutation, clock kind if known) in order, wherever each game is kept.
+
+        Live games: one Redis read and one compare-and-set write per game for the whole batch
+        (a lost race reloads that game and applies its mutations again). Triple Block games:
+        one row-locked transaction per event. The states of moves applied (early moves at a
+        start) are published. Returns each item's outcome.
+        """
+        outcomes = [""] * len(items)
+        by_game: dict[str, list[int]] = {}
+        for index, (game_id, _, _) in enumerate(items):
+            by_game.setdefault(game_id, []).append(index)
+        states: list[ev.ClockState] = []
+        correspondence: list[str] = []
+        pending = list(by_game)
+        for _ in range(MAX_ATTEMPTS):
+            now = self.now_ms()
+            records = await self.live.load_many(pending)
+            unknown = [g for g, r in records.items()
+                       if r is None and all(items[i][2] is Kind.UNKNOWN for i in by_game[g])]
+            stored_elsewhere = await self.correspondence.known(unknown) if unknown else set()
+            to_save: list[GameRecord] = []
+            produced: dict[str, list[tuple[int, str, list[ops.AppliedMove]]]] = {}
+            for game_id in pending:
+                record = records[game_id]
+                if (game_id in stored_elsewhere or (record is not None and record.kind is Kind.TRIPLE_BLOCK)
+                        or any(items[i][2] is Kind.TRIPLE_BLOCK for i in by_game[game_id])):
+                    correspondence.append(game_id)
+                    continue
+                record = record or GameRecord(game_id)
+                produced[game_id] = [(i, *items[i][1](record)) for i in by_game[game_id]]
+                to_save.append(record)
+            saved = await self.live.save_many(to_save, remember=True)
+            lost = set()
+            for record, ok in zip(to_save, saved):
+                if not ok:
+                    lost.add(record.game_id)
+                    continue
+                moves = [m for _, _, applied in produced[record.game_id] for m in applied]
+                if moves:
+                    states.append(clock_state(record, moves[-1].at_ms, now))
+                for index, outcome, _ in produced[record.game_id]:
+                    outcomes[index] = outcome
+            pending = sorted(lost)
+            if not pending:
+                break
+        else:
+            raise ConcurrentUpdateError(f"games {pending[:5]} kept changing while being updated")
+        await self.publisher.publish(states)
+        for game_id in correspondence:
+            for index in by_game[game_id]:
+                outcomes[index] = await self.change_correspondence(game_id, items[index][1])
+        return outcomes
+
+    async def change_correspondence(self, game_id: str, mutate: Mutation) -> str:
+        """Apply `mutate` to a Triple Block game in PostgreSQL; its ClockState goes through the outbox."""
+        async def in_transaction(connection: asyncpg.Connection, record: GameRecord) -> str:
+            outcome, moves = mutate(record)
+            if moves:
+                await self.outbox.add(connection, clock_state(record, moves[-1].at_ms, self.now_ms()))
+            return outcome
+
+        for _ in range(MAX_ATTEMPTS):
+            # What Redis alone knows of the game (events that came before its time control) seeds its row.
+            seed = await self.live.load(game_id) or GameRecord(game_id)
+            try:
+                changed = await self.correspondence.change(game_id, in_transaction, create=seed)
+            except StaleSeedError:
+                continue
+            assert changed is not None
+            return changed[0]
+        raise ConcurrentUpdateError(f"game {game_id} changed {MAX_ATTEMPTS} times while being created")
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    async def on_requested(self, batch: list[ev.GameRequested]) -> str:
+        """Store the time control, rated flag and competition; start if GameStarted came first."""
+        now = self.now_ms()
+        items = [(e.game_id, _with_moves(ops.on_requested, meta_of_requested(e), now), kind_of(e.time_control))
+                 for e in batch]
+        self._count("requested", await self.change_many(items))
+        return "handled"
+
+    async def on_started(self, batch: list[ev.GameStarted]) -> str:
+        """Start the first mover's clock at started_at, present or not (T-16)."""
+        now = self.now_ms()
+        items = [(e.game_id, _with_moves(ops.on_started, meta_of_started(e), ms_of(e.started_at), now),
+                  kind_of(e.time_control)) for e in batch]
+        self._count("started", await self.change_many(items))
+        return "handled"
+
+    async def on_finished(self, batch: list[ev.GameFinished]) -> str:
+        """Stop the clock; no flag can follow a finished game."""
+        now = self.now_ms()
+        items = [(e.game_id, _outcome(ops.on_finished, ms_of(e.finished_at), now), Kind.UNKNOWN) for e in batch]
+        outcomes = await self.change_many(items)
+        self._count("finished", outcomes)
+        return "handled" if "handled" in outcomes else "duplicate"
+
+    async def on_presence(self, batch: list[ev.PlayerPresenceChanged]) -> str:
+        """T-16/T-17: keep who is connected; after a first move, a drop arms 30 s."""
+        now = self.now_ms()
+        items = [(e.game_id, _outcome(ops.on_presence, e.player_id, e.online, ms_of(e.at), now), Kind.UNKNOWN)
+                 for e in batch]
+        outcomes = await self.change_many(items)
+        self._count("presence", outcomes)
+        return "handled" if "handled" in outcomes else "ignored"
+
+    async def on_boost(self, batch: list[ev.BoostTaken]) -> str:
+        """AR-5: apply the boost's cost if the player has not moved yet; otherwise ignore and count it."""
+        now = self.now_ms()
+        items = [(e.game_id, _outcome(ops.boost, e.player_id, ms_of(e.at), now), Kind.UNKNOWN) for e in batch]
+        outcomes = await self.change_many(items)
+        self._count("boost", outcomes)
+        return "handled" if {"applied", "parked"} & set(outcomes) else "ignored"
+
+    def _count(self, kind: str, outcomes: list[str]) -> None:
+        for outcome in outcomes:
+            self.metrics.count(kind, outcome)
+
+    # -- moves, in batches -----------------------------------------------------------------------
+
+    async def on_moves(self, moves: list[ev.MoveMade]) -> str:
+        """Apply a batch of moves: per game one Redis read and one write, one produce per partition.
+
+        Moves of one game share a partition (key game_id) and arrive in order; a ply at or
+        below the last applied one is a redelivery and changes nothing. The batch's games are
+        split in chunks worked on concurrently, so Python computes one chunk while Redis runs
+        another's script.
+        """
+        by_game: dict[str, list[ev.MoveMade]] = {}
+        for move in moves:
+            by_game.setdefault(move.game_id, []).append(move)
+        now = self.now_ms()
+        games = list(by_game)
+        chunks = [games[i:i + MOVE_CHUNK] for i in range(0, len(games), MOVE_CHUNK)]
+        results = await asyncio.gather(*(self._apply_live_moves(chunk, by_game, now) for chunk in chunks))
+        outcomes: Counter[str] = Counter()
+        states: list[ev.ClockState] = []
+        correspondence: list[str] = []
+        for chunk_outcomes, chunk_states, chunk_correspondence in results:
+            outcomes.update(chunk_outcomes)
+            states.extend(chunk_states)
+            correspondence.extend(chunk_correspondence)
+        await self.publisher.publish(states)
+        for game_id in correspondence:
+            for move in by_game[game_id]:
+                outcomes[await self.change_correspondence(game_id, _move_mutation(move, now))] += 1
+        self.metrics.count_moves(outcomes)
+        return "handled" if outcomes["applied"] else "ignored"
+
+    async def _apply_live_moves(
+        self, games: list[str], by_game: dict[str, list[ev.MoveMade]], now: int
+    ) -> tuple[list[str], list[ev.ClockState], list[str]]:
+        """Apply the moves of `games` kept in Redis; return outcomes, states, and the Triple Block games."""
+        outcomes: list[str] = []
+        states: list[ev.ClockState] = []
+        correspondence: list[str] = []
+        pending = games
+        for _ in range(MAX_ATTEMPTS):
+            records = await self.live.load_many(pending)
+            missing = [game_id for game_id, record in records.items() if record is None]
+            stored_elsewhere = await self.correspondence.known(missing) if missing else set()
+            to_save: list[GameRecord] = []
+            produced: dict[str, tuple[list[str], list[ev.ClockState]]] = {}
+            for game_id in pending:
+                record = records[game_id]
+                if game_id in stored_elsewhere or (record is not None and record.kind is Kind.TRIPLE_BLOCK):
+                    correspondence.append(game_id)
+                    continue
+                record = record or GameRecord(game_id)
+                game_outcomes: list[str] = []
+                game_states: list[ev.ClockState] = []
+                changed = False
+                for move in by_game[game_id]:
+                    outcome = ops.apply_move(record, move.player_id, move.ply, ms_of(move.played_at), now)
+                    game_outcomes.append(outcome)
+                    if outcome == "applied":
+                        changed = True
+                        game_states.append(clock_state(record, ops.record_switch_ms(record), now))
+                    elif outcome == "parked":
+                        changed = True
+                if changed:
+                    to_save.append(record)
+                produced[game_id] = (game_outcomes, game_states)
+            saved = await self.live.save_many(to_save, remember=True)
+            lost = {record.game_id for record, ok in zip(to_save, saved) if not ok}
+            for game_id, (game_outcomes, game_states) in produced.items():
+                if game_id not in lost:
+                    outcomes.extend(game_outcomes)
+                    states.extend(game_states)
+            pending = sorted(lost)
+            if not pending:
+                return outcomes, states, correspondence
+        raise ConcurrentUpdateError(f"games {pending[:5]} kept changing while moves were applied")
+
+
+def _with_moves(operation: Callable[..., list[ops.AppliedMove]], *args: object) -> Mutation:
+    """A mutation from an operation returning the moves it applied (a start applies early moves)."""
+    def mutate(record: GameRecord) -> tuple[str, list[ops.AppliedMove]]:
+        moves = operation(record, *args)
+        return ("started" if record.status is Status.RUNNING else "handled"), moves
+    return mutate
+
+
+def _outcome(operation: Callable[..., str], *args: object) -> Mutation:
+    """A mutation from an operation returning its outcome."""
+    def mutate(record: GameRecord) -> tuple[str, list[ops.AppliedMove]]:
+        return operation(record, *args), []
+    return mutate
+
+
+def _move_mutation(move: ev.MoveMade, now: int) -> Mutation:
+    """One move as a mutation (the Triple Block path)."""
+    def mutate(record: GameRecord) -> tuple[str, list[ops.AppliedMove]]:
+        outcome = ops.apply_move(record, move.player_id, move.ply, ms_of(move.played_at), now)
+        if outcome != "applied":
+            return outcome, []
+        return outcome, [ops.AppliedMove(record.ply, ops.record_switch_ms(record))]
+    return mutate

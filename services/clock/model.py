@@ -1,0 +1,513 @@
+"""One game as the clock service keeps it: the clock, presence, parked events, and the flag verdict.
+
+Stdlib and `arbiter.clocks` only, no I/O. The same record is a Redis string for live games and a
+PostgreSQL row (mirrored in Redis) for Triple Block games; `encode_body`/`decode_body` are the codec.
+Competition time is integer milliseconds since the Unix epoch; Triple Block clocks count whole
+seconds (TB: exact times), so their instants are `ms // 1000`.
+
+`decide` and `next_deadline_ms` compose the pure clock rules (flag deadlines, T-17 disconnect
+deadline) with the presence facts only this service knows (T-16, T-19, R-3).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, replace
+
+from arbiter.clocks import (
+    DAY_S,
+    Claim,
+    ClaimKind,
+    ClockError,
+    FischerClock,
+    Side,
+    SideClock,
+    TripleBlockClock,
+    TripleBlockState,
+    disconnect_deadline,
+)
+
+# Proto enum values of arbiter.contracts.Termination, kept here so this module stays stdlib-only.
+TERMINATION_TIME = 5
+TERMINATION_DISCONNECTION = 6
+TERMINATION_NEVER_SAT = 7
+TERMINATION_BOTH_ABSENT = 9
+
+
+class Status(enum.StrEnum):
+    """Where a game is in the clock service's life cycle."""
+
+    # Only early events seen (presence, moves, boosts) before any GameRequested/GameStarted.
+    NEW = "new"
+    # GameRequested seen: time control known, the play site has not opened the game yet.
+    REQUESTED = "requested"
+    # GameStarted seen without a time control: waiting for GameRequested to bring it.
+    WAITING = "waiting"
+    RUNNING = "running"
+    # A flag was decided in Redis; its event is not yet saved in PostgreSQL.
+    DECIDED = "decided"
+    OVER = "over"
+
+
+class Kind(enum.StrEnum):
+    """Which clock the game plays with."""
+
+    UNKNOWN = ""
+    FISCHER = "fischer"
+    TRIPLE_BLOCK = "triple_block"
+
+
+class Outcome(enum.StrEnum):
+    """What a verdict publishes."""
+
+    FLAGGED = "flagged"
+    ABANDONED = "abandoned"
+
+
+@dataclass(frozen=True)
+class GameMeta:
+    """What GameRequested/GameStarted tell about a game; written once, then read."""
+
+    white_id: str = ""
+    black_id: str = ""
+    variant: str = ""
+    first: Side = Side.WHITE
+    competition_kind: int = 0
+    competition_id: str = ""
+    round: int = 0
+    rated: bool = False
+    boost_allowed: bool = False
+    # GameRequested seen (rated and boost_allowed come only from it).
+    requested: bool = False
+    kind: Kind = Kind.UNKNOWN
+    base_s: float = 0.0
+    increment_s: float = 0.0
+    tb_increment_days: int = 0
+    tb_bank_days: int = 0
+    guaranteed_time: bool = False
+
+    def side_of(self, player_id: str) -> Side | None:
+        """The side `player_id` plays, or None when they are not a player of this game."""
+        if player_id and player_id == self.white_id:
+            return Side.WHITE
+        if player_id and player_id == self.black_id:
+            return Side.BLACK
+        return None
+
+    def player(self, side: Side) -> str:
+        """The player id of `side`."""
+        return self.white_id if side is Side.WHITE else self.black_id
+
+    def new_clock(self) -> FischerClock | TripleBlockClock:
+        """A clock for this game's time control, not yet running."""
+        if self.kind is Kind.FISCHER:
+            return FischerClock.new(self.base_s, self.increment_s, self.first)
+        if self.kind is Kind.TRIPLE_BLOCK:
+            return TripleBlockClock.new(
+                self.tb_increment_days * DAY_S, self.tb_bank_days * DAY_S, self.guaranteed_time, self.first
+            )
+        raise ClockError("the game has no time control yet")
+
+    def to_json(self) -> str:
+        """The stored form."""
+        data = {k: v for k, v in vars(self).items() if v != getattr(_EMPTY_META, k)}
+        return json.dumps(data, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> GameMeta:
+        """Read the stored form."""
+        data = json.loads(raw)
+        if "first" in data:
+            data["first"] = Side(data["first"])
+        if "kind" in data:
+            data["kind"] = Kind(data["kind"])
+        return cls(**data)
+
+
+_EMPTY_META = GameMeta()
+_STATUSES = {status.value: status for status in Status}
+
+
+@dataclass
+class SidePresence:
+    """What the play site said about one player's connection to this game."""
+
+    # Ever online in this game (or acted in it): T-19 tells "never connected" from "present".
+    seen: bool = False
+    # Offline since this instant (ms); None while online or never seen offline.
+    offline_since_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The clock service's decision on a game (T-16, T-17, T-19, TB-4, R-3)."""
+
+    outcome: Outcome
+    loser: Side | None
+    reason: int
+    loser_never_sat: bool
+    at_ms: int
+
+    def to_json(self) -> str:
+        """The stored form."""
+        return json.dumps([self.outcome.value, self.loser.value if self.loser else "", self.reason,
+                           self.loser_never_sat, self.at_ms])
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> Verdict:
+        """Read the stored form."""
+        outcome, loser, reason, never_sat, at_ms = json.loads(raw)
+        return cls(Outcome(outcome), Side(loser) if loser else None, reason, never_sat, at_ms)
+
+
+_NO_META = GameMeta()
+
+
+class GameRecord:
+    """One game's whole clock-service state; `version` is the optimistic-concurrency token.
+
+    A plain class with slots: a batch of moves builds one per game, and the presence facts,
+    rarely needed on that path, are parsed only when read.
+    """
+
+    __slots__ = (
+        "game_id", "version", "status", "meta", "started_at_ms", "clock", "ply", "_presence", "_presence_raw",
+        "unplaced", "pending_boosts", "early_moves", "consumed_early", "verdict", "claim_reason", "ended_at_ms",
+        "_stored_meta", "_stored_meta_raw",
+    )
+
+    def __init__(
+        self, game_id: str, *, version: str = "", status: Status = Status.NEW, meta: GameMeta = _NO_META,
+        started_at_ms: int | None = None, clock: FischerClock | TripleBlockClock | None = None, ply: int = 0,
+        presence_raw: list | None = None, unplaced: dict[str, SidePresence] | None = None,  # type: ignore[type-arg]
+        pending_boosts: dict[str, int] | None = None, verdict: Verdict | None = None, claim_reason: str = "",
+        ended_at_ms: int | None = None,
+    ) -> None:
+        self.game_id = game_id
+        # The stored version this record was read at ("" when it was not stored yet).
+        self.version = version
+        self.status = status
+        self.meta = meta
+        self.started_at_ms = started_at_ms
+        self.clock = clock
+        self.ply = ply
+        self._presence: dict[Side, SidePresence] | None = None
+        # [white seen, white offline since, black seen, black offline since] as stored.
+        self._presence_raw = presence_raw
+        # Presence of players not known yet (events that overtook GameRequested/GameStarted), by player.
+        self.unplaced = unplaced if unplaced is not None else {}
+        # AR-5 boosts that arrived before the clock started: player id -> instant (ms).
+        self.pending_boosts = pending_boosts if pending_boosts is not None else {}
+        # Moves that arrived before the clock started ("player\x1fplayed_at" by ply).
+        self.early_moves: dict[int, bytes] = {}
+        # Early moves applied since loading, to delete from the store.
+        self.consumed_early: set[int] = set()
+        self.verdict = verdict
+        self.claim_reason = claim_reason
+        self.ended_at_ms = ended_at_ms
+        # The meta as read, with its stored text: re-encoded only when it changed.
+        self._stored_meta: GameMeta | None = None
+        self._stored_meta_raw = ""
+
+    @property
+    def presence(self) -> dict[Side, SidePresence]:
+        """What the play site said about each side's connection."""
+        if self._presence is None:
+            raw = self._presence_raw or [False, None, False, None]
+            self._presence = {Side.WHITE: SidePresence(raw[0], raw[1]), Side.BLACK: SidePresence(raw[2], raw[3])}
+        return self._presence
+
+    def presence_stored(self) -> list:  # type: ignore[type-arg]
+        """The presence facts in their stored form."""
+        if self._presence is None:
+            return self._presence_raw or [False, None, False, None]
+        white, black = self._presence[Side.WHITE], self._presence[Side.BLACK]
+        return [white.seen, white.offline_since_ms, black.seen, black.offline_since_ms]
+
+    def mark_seen(self, side: Side) -> None:
+        """Record that `side` showed up (T-19), without building the presence objects."""
+        if self._presence is not None:
+            self._presence[side].seen = True
+            return
+        index = 0 if side is Side.WHITE else 2
+        raw = self._presence_raw or [False, None, False, None]
+        if not raw[index]:
+            raw = list(raw)  # the stored list may be shared with a clone
+            raw[index] = True
+            self._presence_raw = raw
+
+    def offline_since_ms(self, side: Side) -> int | None:
+        """When `side` went offline (None while online), without building the presence objects."""
+        if self._presence is not None:
+            return self._presence[side].offline_since_ms
+        raw = self._presence_raw
+        return None if raw is None else raw[1 if side is Side.WHITE else 3]
+
+    @property
+    def kind(self) -> Kind:
+        """The game's clock kind, once a time control is known."""
+        return self.meta.kind
+
+    @property
+    def is_live(self) -> bool:
+        """Whether the clock runs or is waiting to run (not decided, not over)."""
+        return self.status not in (Status.DECIDED, Status.OVER)
+
+    def moves_of(self, side: Side) -> int:
+        """How many moves `side` made."""
+        if self.clock is None:
+            return 0
+        state = self.clock.side(side)
+        return state.moves if isinstance(state, SideClock) else state.moves_made
+
+    def has_sat(self, side: Side) -> bool:
+        """R-3: `side` sat, i.e. made at least one move."""
+        return self.moves_of(side) > 0
+
+
+# -- time units -------------------------------------------------------------------------------------
+
+
+def clock_instant(clock: FischerClock | TripleBlockClock, ms: int) -> int:
+    """An instant in the clock's own unit: ms for Fischer, whole seconds for Triple Block."""
+    return ms if isinstance(clock, FischerClock) else ms // 1000
+
+
+def to_ms(clock: FischerClock | TripleBlockClock, instant: int) -> int:
+    """A clock instant or duration back to milliseconds."""
+    return instant if isinstance(clock, FischerClock) else instant * 1000
+
+
+def since_ms(clock: FischerClock | TripleBlockClock) -> int | None:
+    """When the running side's clock last switched, in ms (None while stopped)."""
+    if isinstance(clock, FischerClock):
+        return clock.running_since_ms
+    return None if clock.running_since_s is None else clock.running_since_s * 1000
+
+
+def clamp_instant(record: GameRecord, at_ms: int | None, now_ms: int) -> int:
+    """The instant an event takes effect: its own stamp, never before the last switch nor after now."""
+    instant = now_ms if at_ms is None else min(at_ms, now_ms)
+    last = since_ms(record.clock) if record.clock is not None else None
+    if last is not None:
+        instant = max(instant, last)
+    return instant
+
+
+# -- deadlines and verdicts -------------------------------------------------------------------------
+
+
+def disconnect_deadline_ms(record: GameRecord, side: Side) -> int | None:
+    """T-17: the instant `side` loses for staying away, or None (online, or no move yet: T-16)."""
+    if record.kind is not Kind.FISCHER:
+        # Correspondence players are not expected to stay connected (TB-7: only moves and claims
+        # stop a Triple Block clock), so presence never arms a deadline there.
+        return None
+    offline = record.offline_since_ms(side)
+    if offline is None:
+        return None
+    return disconnect_deadline(offline, record.has_sat(side))
+
+
+def flag_deadline_ms(record: GameRecord) -> int | None:
+    """When the side to move runs out (TB-4 for Triple Block), in ms; None while stopped."""
+    if record.clock is None:
+        return None
+    deadline = record.clock.flag_deadline()
+    return None if deadline is None else to_ms(record.clock, deadline)
+
+
+def next_deadline_ms(record: GameRecord) -> int | None:
+    """The next instant this service must look at the game: a flag or an expiring disconnection."""
+    if record.status is not Status.RUNNING:
+        return None
+    deadline = flag_deadline_ms(record)
+    for side in (Side.WHITE, Side.BLACK):
+        if record.offline_since_ms(side) is not None:
+            disconnect = disconnect_deadline_ms(record, side)
+            if disconnect is not None and (deadline is None or disconnect < deadline):
+                deadline = disconnect
+    return deadline
+
+
+def decide(record: GameRecord, now_ms: int) -> Verdict | None:
+    """The verdict due at `now_ms`, or None when nothing is due (a move or a return came in time).
+
+    - T-17: a player who moved, dropped, and is not back within 30 s loses by disconnection.
+    - T-16/TB-4: the side whose clock shows zero loses on time; if they never moved the game is
+      unrated (R-3, `loser_never_sat`) and the reason is TERMINATION_NEVER_SAT.
+    - T-19: when the first mover's clock runs out before any move and the second mover never
+      connected (no presence online, no boost, no move), both are absent: GameAbandoned.
+      A second mover who did connect wins: they could not move before the first mover did.
+    When several are due, the earliest deadline decides.
+    """
+    if record.status is not Status.RUNNING or record.clock is None:
+        return None
+    due: list[tuple[int, int, Side]] = []
+    for side in Side:
+        deadline = disconnect_deadline_ms(record, side)
+        if deadline is not None and deadline <= now_ms:
+            due.append((deadline, TERMINATION_DISCONNECTION, side))
+    flagged = _flagged_side(record.clock, now_ms)
+    if flagged is not None:
+        deadline = flag_deadline_ms(record)
+        at = deadline if deadline is not None and flagged is record.clock.to_move else now_ms
+        due.append((min(at, now_ms), TERMINATION_TIME, flagged))
+    if not due:
+        return None
+    at_ms, reason, loser = min(due, key=lambda item: (item[0], item[1] != TERMINATION_TIME))
+    if reason == TERMINATION_DISCONNECTION:
+        return Verdict(Outcome.FLAGGED, loser, reason, False, at_ms)
+    if record.has_sat(loser):
+        return Verdict(Outcome.FLAGGED, loser, TERMINATION_TIME, False, at_ms)
+    opponent = loser.other
+    if not record.has_sat(opponent) and not record.presence[opponent].seen:
+        return Verdict(Outcome.ABANDONED, None, TERMINATION_BOTH_ABSENT, True, at_ms)
+    return Verdict(Outcome.FLAGGED, loser, TERMINATION_NEVER_SAT, True, at_ms)
+
+
+def _flagged_side(clock: FischerClock | TripleBlockClock, now_ms: int) -> Side | None:
+    if isinstance(clock, FischerClock):
+        return clock.to_move if clock.is_flagged(now_ms) else None
+    # TB-7: a rejected claim's charge can empty the clock of a side not to move.
+    return clock.flagged_side(now_ms // 1000)
+
+
+# -- codec ------------------------------------------------------------------------------------------
+# A record is stored as one string: "<version>;<row version>" + SEP + hot JSON + SEP + meta JSON.
+# One string per game keeps a batch's read to one MGET, and JSON never emits a raw SEP.
+SEP = "\x1e"
+_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
+def encode_body(record: GameRecord) -> str:
+    """The stored record without its version header (early moves are kept apart)."""
+    if record.meta is not record._stored_meta or not record._stored_meta_raw:
+        record._stored_meta = record.meta
+        record._stored_meta_raw = record.meta.to_json()
+    if not (record.pending_boosts or record.unplaced or record.verdict or record.claim_reason):
+        # The shape of almost every save (a running game): written without the JSON encoder,
+        # byte for byte what it would write (the clock string never needs escaping).
+        white_seen, white_off, black_seen, black_off = record.presence_stored()
+        return (f'{SEP}["{record.status.value}",{_scalar(record.started_at_ms)},"{encode_clock(record.clock)}",'
+                f'{record.ply},[{_scalar(white_seen)},{_scalar(white_off)},{_scalar(black_seen)},'
+                f'{_scalar(black_off)}],null,null,null,"",{_scalar(record.ended_at_ms)}]'
+                f'{SEP}{record._stored_meta_raw}')
+    hot = [
+        record.status.value, record.started_at_ms, encode_clock(record.clock), record.ply,
+        record.presence_stored(), record.pending_boosts or None,
+        {player: [p.seen, p.offline_since_ms] for player, p in record.unplaced.items()} or None,
+        record.verdict.to_json() if record.verdict else None, record.claim_reason, record.ended_at_ms,
+    ]
+    return SEP + _JSON.encode(hot) + SEP + record._stored_meta_raw
+
+
+def _scalar(value: bool | int | None) -> str:
+    """A JSON scalar as `json.dumps` writes it."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return str(value)
+
+
+def decode_body(game_id: str, version: str, body: str, metas: dict[str, GameMeta] | None = None) -> GameRecord:
+    """Read a record from `encode_body`'s text; `metas` caches parsed metas (they never change)."""
+    _, hot_raw, meta_raw = body.split(SEP, 2)
+    (status, started_at, clock, ply, presence, boosts, unplaced, verdict, claim_reason, ended_at) = json.loads(hot_raw)
+    meta = metas.get(meta_raw) if metas is not None else None
+    if meta is None:
+        meta = GameMeta.from_json(meta_raw)
+        if metas is not None:
+            if len(metas) > 100_000:
+                metas.clear()
+            metas[meta_raw] = meta
+    record = GameRecord(
+        game_id, version=version, status=_STATUSES[status], meta=meta, started_at_ms=started_at,
+        clock=decode_clock(clock), ply=ply, presence_raw=presence,
+        unplaced={player: SidePresence(seen, offline) for player, (seen, offline) in (unplaced or {}).items()},
+        pending_boosts=boosts or {}, verdict=Verdict.from_json(verdict) if verdict else None,
+        claim_reason=claim_reason, ended_at_ms=ended_at,
+    )
+    record._stored_meta = meta
+    record._stored_meta_raw = meta_raw
+    return record
+
+
+def decode_value(game_id: str, value: bytes | str, metas: dict[str, GameMeta] | None = None) -> GameRecord:
+    """Read a stored string (header and body)."""
+    text = value.decode() if isinstance(value, bytes) else value
+    header, _, _ = text.partition(SEP)
+    version, _, _ = header.partition(";")
+    return decode_body(game_id, version, text[len(header):], metas)
+
+
+def encode_clock(clock: FischerClock | TripleBlockClock | None) -> str:
+    """A clock as one compact string ("" for none)."""
+    if clock is None:
+        return ""
+    if isinstance(clock, FischerClock):
+        since = "" if clock.running_since_ms is None else clock.running_since_ms
+        w, b = clock.white, clock.black
+        return (f"F;{clock.base_ms};{'w' if clock.to_move is Side.WHITE else 'b'};{since};"
+                f"{w.remaining_ms},{w.increment_ms},{w.moves},{1 if w.boosted else 0};"
+                f"{b.remaining_ms},{b.increment_ms},{b.moves},{1 if b.boosted else 0}")
+    since = "" if clock.running_since_s is None else str(clock.running_since_s)
+    claim = ""
+    if clock.claim is not None:
+        c = clock.claim
+        claim = f"{c.claimant.value[0]},{c.kind.value},{c.filed_at_s},{int(c.both_stopped)}"
+    return ";".join((
+        "T", clock.to_move.value[0], since, _encode_tb_side(clock.white), _encode_tb_side(clock.black), claim,
+    ))
+
+
+def decode_clock(raw: str | None) -> FischerClock | TripleBlockClock | None:
+    """Read a clock written by `encode_clock`."""
+    if not raw:
+        return None
+    parts = raw.split(";")
+    if parts[0] == "F":
+        _, base, to_move, since, white, black = parts
+        return FischerClock(
+            base_ms=int(base), white=_decode_fischer_side(white), black=_decode_fischer_side(black),
+            to_move=_SIDE_BY_LETTER[to_move], running_since_ms=int(since) if since else None,
+        )
+    _, to_move, since, white, black, claim_raw = parts
+    claim = None
+    if claim_raw:
+        claimant, kind, filed_at, both = claim_raw.split(",")
+        claim = Claim(_SIDE_BY_LETTER[claimant], ClaimKind(kind), int(filed_at), both == "1")
+    return TripleBlockClock(
+        white=_decode_tb_side(white), black=_decode_tb_side(black), to_move=_SIDE_BY_LETTER[to_move],
+        running_since_s=int(since) if since else None, claim=claim,
+    )
+
+
+_SIDE_BY_LETTER = {"w": Side.WHITE, "b": Side.BLACK}
+
+
+def _encode_fischer_side(side: SideClock) -> str:
+    return f"{side.remaining_ms},{side.increment_ms},{side.moves},{int(side.boosted)}"
+
+
+def _decode_fischer_side(raw: str) -> SideClock:
+    remaining, increment, moves, boosted = raw.split(",")
+    return SideClock(int(remaining), int(increment), int(moves), boosted == "1")
+
+
+def _encode_tb_side(side: TripleBlockState) -> str:
+    return f"{side.clock_s},{side.bank_s},{side.increment_s},{side.moves_made},{int(side.guaranteed_time)}"
+
+
+def _decode_tb_side(raw: str) -> TripleBlockState:
+    clock, bank, increment, moves, gt = raw.split(",")
+    return TripleBlockState(int(clock), int(bank), int(increment), int(moves), gt == "1")
+
+
+def with_meta(record: GameRecord, **changes: object) -> None:
+    """Change the record's meta (a new frozen value, so the codec knows to store it)."""
+    record.meta = replace(record.meta, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,239 @@
+"""What each play-site event does to a game record: pure functions over `GameRecord`, no I/O.
+
+Handlers fetch the record, call one of these, then save it (compare-and-set) and publish.
+Every function is idempotent for a repeated event: a ply at or below the last applied one, a
+second GameStarted, a second boost change nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arbiter.clocks import ClockError, FischerClock, TripleBlockClock, disconnect_deadline
+from services.clock.model import (
+    GameMeta,
+    GameRecord,
+    Kind,
+    SidePresence,
+    Status,
+    clamp_instant,
+    clock_instant,
+    with_meta,
+)
+
+
+@dataclass(frozen=True)
+class AppliedMove:
+    """A move the clock took: its ply and the instant (ms) it was charged at."""
+
+    ply: int
+    at_ms: int
+
+
+def merge_meta(record: GameRecord, incoming: GameMeta) -> None:
+    """Fill what the record does not know yet from GameRequested or GameStarted."""
+    current = record.meta
+    changes: dict[str, object] = {}
+    for name in ("white_id", "black_id", "variant", "competition_id"):
+        if not getattr(current, name) and getattr(incoming, name):
+            changes[name] = getattr(incoming, name)
+    if not current.variant and incoming.variant:
+        changes["first"] = incoming.first
+    for name in ("competition_kind", "round"):
+        if not getattr(current, name) and getattr(incoming, name):
+            changes[name] = getattr(incoming, name)
+    if incoming.requested and not current.requested:
+        # Only GameRequested carries these (rated, AR-5 boost allowed); its opening FEN also names the
+        # first mover for sure (GameStarted of an older play site may not carry the start FEN).
+        changes.update(requested=True, rated=incoming.rated, boost_allowed=incoming.boost_allowed)
+        if record.clock is None:
+            changes["first"] = incoming.first
+    if current.kind is Kind.UNKNOWN and incoming.kind is not Kind.UNKNOWN:
+        changes.update(
+            kind=incoming.kind, base_s=incoming.base_s, increment_s=incoming.increment_s,
+            tb_increment_days=incoming.tb_increment_days, tb_bank_days=incoming.tb_bank_days,
+            guaranteed_time=incoming.guaranteed_time,
+        )
+    if changes:
+        with_meta(record, **changes)
+    for player_id in list(record.unplaced):
+        side = record.meta.side_of(player_id)
+        if side is not None:
+            early = record.unplaced.pop(player_id)
+            presence = record.presence[side]
+            presence.seen = presence.seen or early.seen
+            if early.offline_since_ms is not None:
+                presence.offline_since_ms = early.offline_since_ms
+
+
+def on_requested(record: GameRecord, meta: GameMeta, now_ms: int) -> list[AppliedMove]:
+    """GameRequested: remember the game; start it if GameStarted came first (topics are unordered)."""
+    merge_meta(record, meta)
+    if record.status is Status.NEW:
+        record.status = Status.REQUESTED
+    if record.status is Status.WAITING and record.kind is not Kind.UNKNOWN:
+        return start_clock(record, now_ms)
+    return []
+
+
+def on_started(record: GameRecord, meta: GameMeta, started_at_ms: int | None, now_ms: int) -> list[AppliedMove]:
+    """GameStarted: the first mover's clock runs from `started_at` whoever is present (T-16)."""
+    merge_meta(record, meta)
+    if record.status not in (Status.NEW, Status.REQUESTED):
+        return []
+    record.started_at_ms = started_at_ms if started_at_ms is not None else now_ms
+    if record.kind is Kind.UNKNOWN:
+        # A GameStarted without a time control: the clock starts when GameRequested brings it.
+        record.status = Status.WAITING
+        return []
+    return start_clock(record, now_ms)
+
+
+def start_clock(record: GameRecord, now_ms: int) -> list[AppliedMove]:
+    """Start the clock at the game's opening, then apply the boosts and moves that came early."""
+    started = min(record.started_at_ms if record.started_at_ms is not None else now_ms, now_ms)
+    clock = record.meta.new_clock()
+    record.clock = clock.start(clock_instant(clock, started))
+    record.status = Status.RUNNING
+    for player_id, at_ms in sorted(record.pending_boosts.items()):
+        boost(record, player_id, at_ms, now_ms)
+    record.pending_boosts.clear()
+    applied = []
+    for ply in sorted(record.early_moves):
+        player_id, _, played_at = record.early_moves[ply].decode().partition("\x1f")
+        record.consumed_early.add(ply)
+        if apply_move(record, player_id, ply, int(played_at) if played_at else None, now_ms) == "applied":
+            applied.append(AppliedMove(ply, record_switch_ms(record)))
+    return applied
+
+
+def record_switch_ms(record: GameRecord) -> int:
+    """The instant of the clock's last switch, in ms."""
+    clock = record.clock
+    if isinstance(clock, FischerClock):
+        return clock.running_since_ms or 0
+    assert clock is not None
+    return (clock.running_since_s or 0) * 1000
+
+
+def park_move(record: GameRecord, player_id: str, ply: int, played_at_ms: int | None) -> None:
+    """Keep a move that arrived before the clock started; it is applied at the start."""
+    stamp = "" if played_at_ms is None else str(played_at_ms)
+    record.early_moves[ply] = f"{player_id}\x1f{stamp}".encode()
+    record.consumed_early.discard(ply)
+
+
+def apply_move(record: GameRecord, player_id: str, ply: int, played_at_ms: int | None, now_ms: int) -> str:
+    """A MoveMade: charge the mover's time, add the increment, switch (TB-2/TB-6 for Triple Block).
+
+    Returns the outcome counted in the metrics: applied, stale (ply already applied), parked
+    (clock not started yet), after_end, not_a_player, wrong_turn, or late (the mover had
+    already run out: the flag stands).
+    """
+    if ply <= record.ply:
+        return "stale"
+    if record.status in (Status.NEW, Status.REQUESTED, Status.WAITING):
+        park_move(record, player_id, ply, played_at_ms)
+        return "parked"
+    if record.status is not Status.RUNNING or record.clock is None:
+        return "after_end"
+    side = record.meta.side_of(player_id)
+    if side is None:
+        return "not_a_player"
+    clock = record.clock
+    if side is not clock.to_move:
+        return "wrong_turn"
+    at_ms = clamp_instant(record, played_at_ms, now_ms)
+    try:
+        record.clock = clock.after_move(side, at_ms if isinstance(clock, FischerClock) else at_ms // 1000)
+    except ClockError:
+        return "late"
+    record.ply = ply
+    record.mark_seen(side)
+    offline = record.offline_since_ms(side)
+    if offline is not None and at_ms >= offline:
+        # A player who moves is back, even if their "online" event is still on its way.
+        record.presence[side].offline_since_ms = None
+    return "applied"
+
+
+def on_presence(record: GameRecord, player_id: str, online: bool, at_ms: int | None, now_ms: int) -> str:
+    """PlayerPresenceChanged (T-16, T-17).
+
+    Before a player's first move only the facts are kept (seen, offline since): the clock
+    decides. After it, going offline arms the 30 s deadline (`model.disconnect_deadline_ms`)
+    and coming back before it disarms it; coming back after it changes nothing, the loss stands.
+    """
+    if not record.is_live:
+        return "after_end"
+    at = now_ms if at_ms is None else min(at_ms, now_ms)
+    side = record.meta.side_of(player_id)
+    if side is None and record.meta.white_id:
+        return "not_a_player"
+    presence = record.presence[side] if side is not None else record.unplaced.setdefault(player_id, SidePresence())
+    if online:
+        presence.seen = True
+        offline = presence.offline_since_ms
+        if offline is None:
+            return "handled"
+        deadline = disconnect_deadline(offline, side is not None and record.has_sat(side))
+        if deadline is not None and at >= deadline and record.kind is Kind.FISCHER:
+            return "too_late"
+        presence.offline_since_ms = None
+        return "handled"
+    if presence.offline_since_ms is None:
+        presence.offline_since_ms = at
+    return "handled"
+
+
+def boost(record: GameRecord, player_id: str, at_ms: int | None, now_ms: int) -> str:
+    """AR-5: the player boosts before their own first move, paying with their clock."""
+    side = record.meta.side_of(player_id)
+    if side is None and record.meta.white_id:
+        return "not_a_player"
+    if record.meta.requested and not record.meta.boost_allowed:
+        return "not_allowed"
+    if record.status in (Status.NEW, Status.REQUESTED, Status.WAITING):
+        record.pending_boosts.setdefault(player_id, now_ms if at_ms is None else at_ms)
+        presence = record.presence[side] if side is not None else record.unplaced.setdefault(player_id, SidePresence())
+        presence.seen = True
+        return "parked"
+    if side is None:
+        return "not_a_player"
+    clock = record.clock
+    if record.status is not Status.RUNNING or not isinstance(clock, FischerClock):
+        return "ignored"
+    if clock.side(side).moves > 0:
+        return "after_first_move"
+    try:
+        record.clock = clock.boost(side, clamp_instant(record, at_ms, now_ms))
+    except ClockError:
+        # Boosted already, or the cut would empty the clock.
+        return "refused"
+    record.mark_seen(side)
+    return "applied"
+
+
+def on_finished(record: GameRecord, finished_at_ms: int | None, now_ms: int) -> str:
+    """GameFinished: the play site ended the game; the clock stops and no flag can follow."""
+    if record.status is Status.OVER:
+        return "duplicate"
+    at = clamp_instant(record, finished_at_ms, now_ms)
+    if record.clock is not None and record.clock.is_running:
+        record.clock = record.clock.stop(clock_instant(record.clock, at))
+    record.status = Status.OVER
+    record.ended_at_ms = at
+    return "handled"
+
+
+def conclude(record: GameRecord, verdict_at_ms: int) -> None:
+    """A decided game: the clock stops at the verdict's instant."""
+    clock = record.clock
+    if clock is not None and clock.is_running:
+        instant = clock_instant(clock, verdict_at_ms)
+        if isinstance(clock, TripleBlockClock):
+            record.clock = clock.stop(max(instant, clock.running_since_s or 0))
+        else:
+            record.clock = clock.stop(max(instant, clock.running_since_ms or 0))
+    record.ended_at_ms = verdict_at_ms
+

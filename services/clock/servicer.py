@@ -1,0 +1,212 @@
+"""ClockService: read a clock; refuel, claim and resolve claims on Triple Block clocks (TB-3, TB-7).
+
+Reads come from Redis (live clocks, and the mirror of Triple Block ones). Every Triple Block
+change is a row-locked PostgreSQL transaction with its ClockState in the outbox. Refusals
+change nothing and say why, with the rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import asyncpg
+
+from arbiter.clocks import CLOCK_CAP_S, ClaimKind, ClockError, Side, TripleBlockClock
+from arbiter.contracts import clock_pb2 as cp
+from arbiter.contracts import clock_pb2_grpc
+from arbiter.contracts import common_pb2 as common
+from arbiter.kit.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from arbiter.kit.outbox import Outbox
+from arbiter.kit.timesource import TimeSource
+from services.clock.messages import clock_message, clock_state
+from services.clock.model import GameRecord, Kind, Status
+from services.clock.records import CorrespondenceStore
+from services.clock.store import LiveStore
+
+_DAY_S = 86_400
+
+
+def _days(seconds: int) -> str:
+    return f"{seconds / _DAY_S:.2f} days ({seconds} s)"
+
+
+def _game_id(request: Any) -> str:
+    if not request.game_id:
+        raise InvalidArgument("game_id is required")
+    return str(request.game_id)
+
+
+def _actor_id(actor: common.Actor, what: str) -> str:
+    if not actor.player_id:
+        raise InvalidArgument(f"actor.player_id is required to {what}")
+    return str(actor.player_id)
+
+
+class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
+    """The gRPC face of the clock service."""
+
+    def __init__(
+        self, live: LiveStore, correspondence: CorrespondenceStore, outbox: Outbox, time_source: TimeSource
+    ) -> None:
+        self.live = live
+        self.correspondence = correspondence
+        self.outbox = outbox
+        self.time_source = time_source
+
+    def now_ms(self) -> int:
+        """Competition time now, in ms."""
+        return int(self.time_source.timestamp() * 1000)
+
+    async def _record(self, game_id: str) -> GameRecord:
+        record = await self.live.load(game_id)
+        if record is None:
+            record = await self.correspondence.load(game_id)
+        if record is None or record.status is Status.NEW:
+            raise NotFound(f"no clock for game {game_id}: neither GameRequested nor GameStarted was seen for it")
+        return record
+
+    async def GetClock(self, request: cp.GetClockRequest, context: Any) -> cp.Clock:
+        """The remaining times as of now, with the server time they refer to."""
+        record = await self._record(_game_id(request))
+        return clock_message(record, self.now_ms())
+
+    async def _correspondence_change(self, game_id: str, what: str, change: Any) -> cp.Clock:
+        """Check the game is a Triple Block one, then lock, change and save it (with a ClockState)."""
+        record = await self._record(game_id)
+        if record.kind is Kind.FISCHER:
+            raise InvalidArgument(
+                f"game {game_id} plays a live Fischer clock; {what} exists only for Triple Block clocks (TB-3, TB-7)"
+            )
+        if record.kind is not Kind.TRIPLE_BLOCK:
+            raise FailedPrecondition(f"game {game_id} has no time control yet: its GameRequested was not seen")
+
+        async def apply(connection: asyncpg.Connection, stored: GameRecord) -> int:
+            now = self.now_ms()
+            cause = change(stored, now)
+            await self.outbox.add(connection, clock_state(stored, now, now, cause=f"{cause}:{now}"))
+            return now
+
+        outcome = await self.correspondence.change(game_id, apply)
+        if outcome is None:
+            raise NotFound(f"no Triple Block clock stored for game {game_id}")
+        changed_at, record = outcome
+        # The reply is the clock as of the change, so its server time is the instant it took effect.
+        return clock_message(record, changed_at)
+
+    async def Refuel(self, request: cp.RefuelRequest, context: Any) -> cp.Clock:
+        """TB-3: move bank time to the clock, on one's own turn, while the clock shows time."""
+        game_id = _game_id(request)
+        player_id = _actor_id(request.actor, "refuel")
+        if request.amount_seconds < 0:
+            raise InvalidArgument(f"amount_seconds must be >= 0 (0 fills the clock up to 50 days), not "
+                                  f"{request.amount_seconds}")
+
+        def refuel(record: GameRecord, now_ms: int) -> str:
+            side = _player_side(record, player_id, game_id)
+            clock = _running_tb(record, game_id)
+            now_s = now_ms // 1000
+            if clock.claim is not None:
+                raise FailedPrecondition(f"game {game_id}: a {clock.claim.kind} is pending, the clocks are stopped "
+                                         "(TB-7); refuel after it is resolved")
+            if side is not clock.to_move:
+                raise FailedPrecondition(
+                    f"it is {clock.to_move}'s turn in game {game_id}: {player_id} ({side}) can refuel only during "
+                    "their own turn (TB-3)"
+                )
+            left = clock.remaining(side, now_s)
+            bank = clock.side(side).bank_s
+            if left <= 0:
+                raise FailedPrecondition(f"{player_id}'s clock shows zero: the game is lost on time (TB-4); a refuel "
+                                         "must come before the clock runs out (TB-3)")
+            if bank <= 0:
+                raise FailedPrecondition(f"nothing to refuel: {player_id}'s bank is empty (TB-3)")
+            if left >= CLOCK_CAP_S:
+                raise FailedPrecondition(f"nothing to refuel: {player_id}'s clock already shows 50 days (TB-1, TB-3)")
+            amount = request.amount_seconds or None
+            try:
+                record.clock = clock.manual_refuel(side, now_s, amount)
+            except ClockError as error:
+                raise FailedPrecondition(f"{error}; clock {_days(left)}, bank {_days(bank)}") from None
+            return "refuel"
+
+        return await self._correspondence_change(game_id, "refuelling", refuel)
+
+    async def FileClaim(self, request: cp.FileClaimRequest, context: Any) -> cp.Clock:
+        """TB-7: the player to move files a claim, which stops their clock."""
+        game_id = _game_id(request)
+        player_id = _actor_id(request.actor, "file a claim")
+
+        def file(record: GameRecord, now_ms: int) -> str:
+            side = _player_side(record, player_id, game_id)
+            clock = _running_tb(record, game_id)
+            try:
+                record.clock = clock.file_claim(side, now_ms // 1000)
+            except ClockError as error:
+                raise FailedPrecondition(f"game {game_id}: {error} (TB-7)") from None
+            record.claim_reason = request.reason
+            return "claim"
+
+        return await self._correspondence_change(game_id, "a claim", file)
+
+    async def ResolveClaim(self, request: cp.ResolveClaimRequest, context: Any) -> cp.Clock:
+        """TB-7: decide the pending claim (upheld, rejected with its penalty, unresolved) or appeal.
+
+        REJECTED charges the claimant's clock with the whole time the claim took (it may empty
+        it: a loss on time, TB-4). UNRESOLVED and APPEALED stop both clocks. APPEALED with no
+        claim pending is a player's appeal of a past decision (both clocks stop). The claimant
+        cannot decide their own claim; who else may (the tournament's arbiter) is the play
+        site's to check.
+        """
+        game_id = _game_id(request)
+        player_id = _actor_id(request.actor, "resolve a claim")
+        decision = request.decision
+        if decision == cp.CLAIM_DECISION_UNSPECIFIED:
+            raise InvalidArgument("decision is required: UPHELD, REJECTED, UNRESOLVED or APPEALED (TB-7)")
+
+        def resolve(record: GameRecord, now_ms: int) -> str:
+            clock = _running_tb(record, game_id)
+            now_s = now_ms // 1000
+            claim = clock.claim
+            try:
+                if decision == cp.CLAIM_DECISION_APPEALED:
+                    side = _player_side(record, player_id, game_id)
+                    if claim is None:
+                        record.clock = clock.file_appeal(side, now_s)
+                    elif claim.kind is ClaimKind.APPEAL:
+                        raise FailedPrecondition(f"game {game_id}: an appeal is already pending (TB-7)")
+                    else:
+                        escalated = clock.escalate_claim(now_s)
+                        assert escalated.claim is not None
+                        record.clock = replace(escalated, claim=replace(escalated.claim, kind=ClaimKind.APPEAL))
+                    return "appeal"
+                if claim is None:
+                    raise FailedPrecondition(f"game {game_id}: no claim or appeal is pending (TB-7)")
+                if record.meta.player(claim.claimant) == player_id:
+                    raise PermissionDenied(f"{player_id} filed this {claim.kind}; a claimant cannot decide it (TB-7)")
+                if decision == cp.CLAIM_DECISION_UNRESOLVED:
+                    record.clock = clock.escalate_claim(now_s)
+                    return "unresolved"
+                record.clock = clock.resolve_claim(now_s, upheld=decision == cp.CLAIM_DECISION_UPHELD)
+                record.claim_reason = ""
+                return "resolved"
+            except ClockError as error:
+                raise FailedPrecondition(f"game {game_id}: {error} (TB-7)") from None
+
+        return await self._correspondence_change(game_id, "a claim", resolve)
+
+
+def _player_side(record: GameRecord, player_id: str, game_id: str) -> Side:
+    side = record.meta.side_of(player_id)
+    if side is None:
+        raise PermissionDenied(f"{player_id} does not play game {game_id}")
+    return side
+
+
+def _running_tb(record: GameRecord, game_id: str) -> TripleBlockClock:
+    clock = record.clock
+    if record.status is Status.OVER or record.status is Status.DECIDED:
+        raise FailedPrecondition(f"game {game_id} is over")
+    if record.status is not Status.RUNNING or not isinstance(clock, TripleBlockClock):
+        raise FailedPrecondition(f"game {game_id} has not started yet: its clock does not run")
+    return clock

@@ -1,0 +1,386 @@
+"""Clock service: move events/s through Kafka, and flag latency with 10,000 live clocks (issue 6).
+
+Run: .venv/bin/python tests/bench/bench_clock_service.py [--games 10000] [--moves 200000] [--clocks 10000]
+
+Starts the infrastructure (KAFKA_BOOTSTRAP_SERVERS / REDIS_URL / DATABASE_URL when set, else
+embedded tansu, redis-server and PostgreSQL) and the clock service as a real process, then:
+1. throughput: `--moves` MoveMade records of `--games` running games are produced while the
+   service is stopped; a raw aiokafka consumer reads them (the baseline), then the service is
+   started and consumes them (Redis compare-and-set per game, ClockState per move published).
+   With 10,000 games a batch of 1,000 moves holds ~1,000 different games, as under live load
+   (no per-game saving from a backlog). Rates are taken between 10% and 90% of the records
+   (start-up and group join excluded); the service's CPU per move is printed too, since the
+   machine may be shared. Target: >= 20,000 moves/s; the ratio to raw consume is printed.
+2. flag latency: `--clocks` live clocks whose deadlines fall over `--window` seconds; latency is
+   from each deadline to the ClockFlagged record arriving at a consumer (target p99 <= 100 ms),
+   and the service's own histogram (deadline -> flag saved for publishing).
+Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+import urllib.request
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psutil
+import redis.asyncio as aioredis
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.partitioner import DefaultPartitioner
+from prometheus_client.parser import text_string_to_metric_families
+
+from arbiter.contracts import common_pb2 as common
+from arbiter.contracts import events_pb2 as ev
+from arbiter.devstack.stack import SystemStack
+from arbiter.kit import events
+
+
+def metric_sum(url: str, name: str, **labels: str) -> float:
+    """The sum of every sample of `name` (matching `labels`) on a /metrics page."""
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    total = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                total += sample.value
+    return total
+
+
+def histogram_quantile(url: str, name: str, q: float) -> float | None:
+    """The upper bucket bound below which a fraction `q` of a histogram's observations fall."""
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    buckets: list[tuple[float, float]] = []
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == f"{name}_bucket":
+                buckets.append((float(sample.labels["le"]), sample.value))
+    if not buckets or buckets[-1][1] == 0:
+        return None
+    buckets.sort()
+    total = buckets[-1][1]
+    for bound, count in buckets:
+        if count >= q * total:
+            return bound
+    return None
+
+
+class Producer:
+    """Produces play-site events in per-partition batches, keyed by game id."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, max_batch_size=1 << 20)
+        self.partitioner = DefaultPartitioner()
+
+    async def start(self) -> None:
+        """Connect."""
+        await self.producer.start()
+
+    async def stop(self) -> None:
+        """Disconnect."""
+        await self.producer.stop()
+
+    async def send(self, topic: str, messages: list[ev.MoveMade] | list) -> None:  # type: ignore[type-arg]
+        """Send `messages` (protobuf events with game_id) and wait for every acknowledgement."""
+        partitions = sorted(await self.producer.partitions_for(topic))
+        batches: dict[int, list] = {}  # type: ignore[type-arg]
+        sends = []
+        for message in messages:
+            if not message.meta.event_id:
+                message.meta.event_id = uuid.uuid4().hex
+            key = message.game_id.encode()
+            partition = self.partitioner(key, partitions, partitions)
+            builders = batches.setdefault(partition, [self.producer.create_batch()])
+            value = message.SerializeToString()
+            if builders[-1].append(key=key, value=value, timestamp=None) is None:
+                sends.append(await self.producer.send_batch(builders[-1], topic, partition=partition))
+                builders[-1] = self.producer.create_batch()
+                builders[-1].append(key=key, value=value, timestamp=None)
+        for partition, builders in batches.items():
+            sends.append(await self.producer.send_batch(builders[-1], topic, partition=partition))
+        await asyncio.gather(*sends)
+
+
+async def end_offsets(bootstrap: str, topic: str) -> dict[TopicPartition, int]:
+    """The current end offset of every partition of `topic`."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    await consumer.start()
+    try:
+        await consumer.topics()
+        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or {0})]
+        return await consumer.end_offsets(partitions)
+    finally:
+        await consumer.stop()
+
+
+async def raw_consume(bootstrap: str, start: dict[TopicPartition, int], count: int, decode: bool) -> float:
+    """Seconds a plain aiokafka consumer takes to read `count` records from `start` (optionally decoding)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, max_partition_fetch_bytes=8 << 20,
+                                fetch_max_bytes=64 << 20)
+    await consumer.start()
+    try:
+        consumer.assign(list(start))
+        for partition, offset in start.items():
+            consumer.seek(partition, offset)
+        seen = 0
+        began = time.perf_counter()
+        while seen < count:
+            batches = await consumer.getmany(timeout_ms=200, max_records=5000)
+            for records in batches.values():
+                seen += len(records)
+                if decode:
+                    for record in records:
+                        ev.MoveMade.FromString(record.value)
+        return time.perf_counter() - began
+    finally:
+        await consumer.stop()
+
+
+async def wait_for(predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    """Poll `predicate` until true."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if await predicate():
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(what)
+
+
+async def throughput(stack: SystemStack, redis: aioredis.Redis, prefix: str, games: int, moves: int) -> None:
+    """Moves through the real service vs raw consume of the same records."""
+    bootstrap = stack.kafka_bootstrap
+    service = stack.services["clock"]
+    producer = Producer(bootstrap)
+    await producer.start()
+    tag = uuid.uuid4().hex[:6]
+    ids = [f"bench-{tag}-{n}" for n in range(games)]
+    now = datetime.now(UTC)
+    opened = []
+    for game_id in ids:
+        started = ev.GameStarted(game_id=game_id, white_id=f"{game_id}-w", black_id=f"{game_id}-b",
+                                 variant="international")
+        started.time_control.fischer.base_seconds = 3600
+        started.started_at.FromDatetime(now)
+        opened.append(started)
+    await producer.send(events.GAME_STARTED.name, opened)
+    await wait_for(lambda: _live_at_least(redis, prefix, games), 120, "games started")
+
+    process = service.process
+    assert process is not None
+    process.stop()  # moves pile up while the service is down
+    start = await end_offsets(bootstrap, events.MOVE_MADE.name)
+    per_game = moves // games
+    batch = []
+    began = time.perf_counter()
+    stamp = datetime.now(UTC)
+    for ply in range(1, per_game + 1):
+        for game_id in ids:
+            move = ev.MoveMade(game_id=game_id, player_id=f"{game_id}-{'w' if ply % 2 else 'b'}", ply=ply, move="x")
+            move.played_at.FromDatetime(stamp + timedelta(microseconds=ply * 10))
+            batch.append(move)
+        if len(batch) >= 20_000:
+            await producer.send(events.MOVE_MADE.name, batch)
+            batch = []
+    await producer.send(events.MOVE_MADE.name, batch)
+    produced = per_game * games
+    produce_s = time.perf_counter() - began
+    await producer.stop()
+    print(f"produced {produced:,} MoveMade in {produce_s:.1f} s ({produced / produce_s:,.0f}/s)")
+
+    raw_s = await raw_consume(bootstrap, start, produced, decode=False)
+    raw_decode_s = await raw_consume(bootstrap, start, produced, decode=True)
+    print(f"raw aiokafka consume:            {produced / raw_s:>9,.0f} records/s")
+    print(f"raw aiokafka consume + decode:   {produced / raw_decode_s:>9,.0f} records/s")
+
+    # Sampled from the process start: consumers take records as soon as their group is joined.
+    stack.start_service("clock")
+    url = service.metrics_url
+    cpu = psutil.Process(service.process.pid)  # type: ignore[union-attr]
+    points: list[tuple[float, float]] = []
+    cpu_points: list[float] = []
+    started = time.perf_counter()
+    while True:
+        try:
+            count = metric_sum(url, "arbiter_clock_moves_total")
+        except OSError:
+            count = 0.0
+        points.append((time.perf_counter(), count))
+        times = cpu.cpu_times()
+        cpu_points.append(times.user + times.system)
+        if count >= produced:
+            break
+        if time.perf_counter() - started > 300:
+            raise TimeoutError("the service did not process the moves in 5 minutes")
+        await asyncio.sleep(0.05)
+    if os.environ.get("BENCH_DEBUG"):
+        print(list(zip(points, cpu_points)))
+    rate = _rate_between(points, 0.1 * produced, 0.9 * produced)
+    low = next(i for i, (_, c) in enumerate(points) if c >= 0.1 * produced)
+    high = next(i for i, (_, c) in enumerate(points) if c >= 0.9 * produced)
+    cpu_per_move = (cpu_points[high] - cpu_points[low]) / max(1.0, points[high][1] - points[low][1])
+    load = os.getloadavg()[0]
+    applied = metric_sum(url, "arbiter_clock_moves_total", outcome="applied")
+    states = metric_sum(url, "arbiter_events_published_total", topic=events.CLOCK_STATE.name)
+    first = next(t for t, c in points if c > 0)
+    print(f"clock service (moves applied, one ClockState published per move): {rate:>9,.0f} moves/s "
+          f"(10%..90%); all {produced:,} in {points[-1][0] - first:.1f} s after the first")
+    print(f"  applied {applied:,.0f} of {produced:,}; ClockState published {states:,.0f}")
+    print(f"  service CPU {cpu_per_move * 1e6:.1f} us per move (one process, one core at most: "
+          f"{1 / cpu_per_move:,.0f} moves/s per core); machine load average {load:.1f} on {os.cpu_count()} cores")
+    print(f"  ratio to raw aiokafka consume: {rate / (produced / raw_s):.2f} "
+          f"(to consume + decode: {rate / (produced / raw_decode_s):.2f})")
+    finished = []
+    for game_id in ids:
+        done = ev.GameFinished(game_id=game_id, white_id=f"{game_id}-w", black_id=f"{game_id}-b",
+                               result=common.GAME_RESULT_DRAW)
+        done.finished_at.FromDatetime(datetime.now(UTC))
+        finished.append(done)
+    producer = Producer(bootstrap)
+    await producer.start()
+    await producer.send(events.GAME_FINISHED.name, finished)
+    await producer.stop()
+
+
+def _rate_between(points: list[tuple[float, float]], low: float, high: float) -> float:
+    """Records per second between the first samples at or above `low` and `high`."""
+    t_low, c_low = next((t, c) for t, c in points if c >= low)
+    t_high, c_high = next((t, c) for t, c in points if c >= high)
+    return (c_high - c_low) / (t_high - t_low) if t_high > t_low else float("nan")
+
+
+async def _live_at_least(redis: aioredis.Redis, prefix: str, count: int) -> bool:
+    return int(await redis.zcard(f"{prefix}:deadlines")) >= count
+
+
+async def flag_latency(stack: SystemStack, redis: aioredis.Redis, prefix: str, clocks: int, window: float,
+                       lead: float) -> None:
+    """`clocks` live clocks flagging over `window` s, starting `lead` s from now."""
+    bootstrap = stack.kafka_bootstrap
+    url = stack.services["clock"].metrics_url
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=5)
+    await consumer.start()
+    await consumer.topics()
+    partitions = [TopicPartition(events.CLOCK_FLAGGED.name, p)
+                  for p in sorted(consumer.partitions_for_topic(events.CLOCK_FLAGGED.name) or {0})]
+    consumer.assign(partitions)
+    await consumer.seek_to_end(*partitions)
+    for partition in partitions:
+        await consumer.position(partition)
+    arrivals: dict[str, float] = {}
+
+    async def read() -> None:
+        while True:
+            batches = await consumer.getmany(timeout_ms=20)
+            now = time.time()
+            for records in batches.values():
+                for record in records:
+                    flagged = ev.ClockFlagged.FromString(record.value)
+                    arrivals.setdefault(flagged.game_id, now)
+
+    reader = asyncio.create_task(read())
+    tag = uuid.uuid4().hex[:6]
+    ids = [f"flag-{tag}-{n}" for n in range(clocks)]
+    base_s = 600
+    first_deadline = time.time() + lead
+    deadlines: dict[str, float] = {}
+    opened, present = [], []
+    for n, game_id in enumerate(ids):
+        deadline = first_deadline + window * n / clocks
+        started_at = datetime.fromtimestamp(deadline - base_s, UTC)
+        deadlines[game_id] = round(deadline * 1000) / 1000
+        started = ev.GameStarted(game_id=game_id, white_id=f"{game_id}-w", black_id=f"{game_id}-b",
+                                 variant="international")
+        started.time_control.fischer.base_seconds = base_s
+        started.started_at.FromDatetime(started_at)
+        opened.append(started)
+        # Black is there, so white's flag is a ClockFlagged (never sat), not a T-19 abandon.
+        online = ev.PlayerPresenceChanged(game_id=game_id, player_id=f"{game_id}-b", online=True)
+        online.at.FromDatetime(started_at)
+        present.append(online)
+    producer = Producer(bootstrap)
+    await producer.start()
+    await producer.send(events.PRESENCE_CHANGED.name, present)
+    await producer.send(events.GAME_STARTED.name, opened)
+    await producer.stop()
+    baseline = int(await redis.zcard(f"{prefix}:deadlines"))
+    loaded_at = None
+    while time.time() < first_deadline:
+        live = int(await redis.zcard(f"{prefix}:deadlines"))
+        if live >= baseline + clocks - 1 and loaded_at is None:
+            loaded_at = time.time()
+        await asyncio.sleep(0.2)
+    if loaded_at is None:
+        print(f"warning: only {int(await redis.zcard(f'{prefix}:deadlines')) - baseline:,} clocks were running"
+              " at the first deadline; raise --lead")
+    else:
+        print(f"{clocks:,} live clocks running {first_deadline - loaded_at:.1f} s before the first deadline")
+    end = first_deadline + window + 30
+    while len(arrivals) < clocks and time.time() < end:
+        await asyncio.sleep(0.2)
+    reader.cancel()
+    await asyncio.gather(reader, return_exceptions=True)
+    await consumer.stop()
+    latencies = sorted((arrivals[g] - deadlines[g]) * 1000 for g in arrivals)
+    if not latencies:
+        print("no flag arrived")
+        return
+    q = statistics.quantiles(latencies, n=100)
+    print(f"flag latency, deadline -> ClockFlagged at a consumer ({len(latencies):,} of {clocks:,} flags, "
+          f"{clocks / window:,.0f}/s over {window:.0f} s): p50 {q[49]:.1f} ms, p90 {q[89]:.1f} ms, "
+          f"p99 {q[98]:.1f} ms, max {latencies[-1]:.1f} ms")
+    p99 = histogram_quantile(url, "arbiter_clock_flag_latency_seconds", 0.99)
+    p50 = histogram_quantile(url, "arbiter_clock_flag_latency_seconds", 0.50)
+    if p99 is not None:
+        print(f"service histogram, deadline -> flag saved (bucket bounds): p50 <= {p50 * 1000:.1f} ms, "
+              f"p99 <= {p99 * 1000:.1f} ms")
+
+
+async def measure(stack: SystemStack, prefix: str, args: argparse.Namespace) -> None:
+    """Both measurements on one running stack."""
+    redis = aioredis.from_url(stack.redis_url)
+    try:
+        if not args.skip_throughput:
+            await throughput(stack, redis, prefix, args.games, args.moves)
+        if not args.skip_flags:
+            await flag_latency(stack, redis, prefix, args.clocks, args.window, args.lead)
+    finally:
+        await redis.aclose()
+
+
+def main() -> None:
+    """Start the stack, measure, stop."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=int, default=10_000)
+    parser.add_argument("--moves", type=int, default=200_000)
+    parser.add_argument("--clocks", type=int, default=10_000)
+    parser.add_argument("--window", type=float, default=20.0, help="seconds over which the clocks flag")
+    parser.add_argument("--lead", type=float, default=30.0, help="seconds from loading to the first deadline")
+    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--skip-flags", action="store_true")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting for the clock service, e.g. --env MOVE_BATCH_SIZE=2000")
+    args = parser.parse_args()
+    prefix = f"clock-bench-{uuid.uuid4().hex[:6]}"
+    with tempfile.TemporaryDirectory(prefix="bench-clock-") as state:
+        stack = SystemStack(
+            Path(state), free_ports=True, environ=dict(os.environ), say=lambda line: print(f"  {line}"),
+            extra_env={"CLOCK_REDIS_PREFIX": prefix, **dict(item.split("=", 1) for item in args.env)},
+        )
+        try:
+            stack.start_infrastructure()
+            stack.start_services(("clock",))
+            stack.wait_serving(timeout=120, names=("clock",))
+            print(f"machine: {os.cpu_count()} cores; clock service with default settings; Redis prefix {prefix}")
+            asyncio.run(measure(stack, prefix, args))
+        finally:
+            stack.stop()
+
+
+if __name__ == "__main__":
+    main()

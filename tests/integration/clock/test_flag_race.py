@@ -1,0 +1,98 @@
+"""Two replicas' flag pollers racing on real Redis and PostgreSQL: each flag is saved exactly once.
+
+In-process (no Kafka needed): both pollers claim from the same deadline set and write to the
+same schema. Also the crash window between deciding (Redis) and saving (PostgreSQL): a game a
+dead replica left decided and in flight is taken again after its lease, with the same verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import redis.asyncio as aioredis
+
+from arbiter.clocks import Side
+from arbiter.kit.db import create_pool, migrate, migrations_in
+from arbiter.kit.metrics import Metrics
+from arbiter.kit.outbox import Outbox
+from arbiter.kit.timesource import TimeSource
+from services.clock import operations as ops
+from services.clock.flags import FlagPoller
+from services.clock.metrics import ClockMetrics
+from services.clock.model import TERMINATION_NEVER_SAT, GameMeta, GameRecord, Kind, Outcome, Status, Verdict
+from services.clock.records import CorrespondenceStore
+from services.clock.settings import ClockSettings
+from services.clock.store import LiveStore
+
+MIGRATIONS = Path(__file__).resolve().parents[3] / "services" / "clock" / "migrations"
+GAMES = 600
+
+
+async def test_two_pollers_save_each_flag_once(infra_env) -> None:
+    schema = f"clock_race_{uuid.uuid4().hex[:8]}"
+    prefix = f"clock-race-{uuid.uuid4().hex[:8]}"
+    settings = ClockSettings(
+        kafka_bootstrap_servers=infra_env["KAFKA_BOOTSTRAP_SERVERS"], redis_url=infra_env["REDIS_URL"],
+        database_url=infra_env["DATABASE_URL"], grpc_port=0, metrics_port=0, clock_redis_prefix=prefix,
+        flag_batch_size=50, flag_lease_seconds=0.5,
+    )
+    pool = await create_pool(settings.database_url, schema)
+    await migrate(pool, schema, migrations_in(MIGRATIONS, "clock"))
+    redis = aioredis.from_url(settings.redis_url)
+    time = TimeSource()
+    now = int(time.timestamp() * 1000)
+
+    def replica() -> tuple[LiveStore, FlagPoller, ClockMetrics]:
+        live = LiveStore(redis, prefix, 60_000, 60_000)
+        metrics = ClockMetrics.create(Metrics("clock"))
+        poller = FlagPoller(live, CorrespondenceStore(pool, live), pool, Outbox("clock", time), time, metrics,
+                            settings)
+        return live, poller, metrics
+
+    (live, first, first_metrics), (_, second, second_metrics) = replica(), replica()
+    try:
+        meta = GameMeta(white_id="w", black_id="b", kind=Kind.FISCHER, base_s=10)
+        records = []
+        for n in range(GAMES):
+            record = GameRecord(f"race-{n}")
+            ops.on_started(record, meta, now - 10_000 - n, now)  # every clock ran out 0..GAMES ms ago
+            record.presence[Side.BLACK].seen = n % 2 == 0
+            records.append(record)
+        # A replica died after deciding this game in Redis, before saving it: decided, in flight.
+        orphan = GameRecord("race-orphan")
+        ops.on_started(orphan, meta, now - 20_000, now)
+        orphan.status = Status.DECIDED
+        orphan.verdict = Verdict(Outcome.FLAGGED, Side.WHITE, TERMINATION_NEVER_SAT, True, now - 10_000)
+        assert all(await live.save_many([*records, orphan]))
+        await redis.zadd(f"{prefix}:inflight", {"race-orphan": now - 1})
+
+        async def drain(poller: FlagPoller) -> None:
+            while await redis.zcard(f"{prefix}:deadlines") or await redis.zcard(f"{prefix}:inflight"):
+                await poller.fire_due()
+                await asyncio.sleep(0.001)
+
+        await asyncio.wait_for(asyncio.gather(drain(first), drain(second)), 60)
+
+        rows = await pool.fetch("SELECT event_id, count(*) AS n FROM outbox GROUP BY event_id")
+        assert len(rows) == GAMES + 1 and all(row["n"] == 1 for row in rows)
+        ids = {row["event_id"] for row in rows}
+        assert ids == {f"flag:race-{n}" for n in range(0, GAMES, 2)} | {f"abandon:race-{n}" for n in range(1, GAMES, 2)} \
+            | {"flag:race-orphan"}
+        assert await pool.fetchval("SELECT count(*) FROM verdicts") == GAMES + 1
+        fired = [
+            sum(m.base.registry.get_sample_value("arbiter_clock_flags_total", {"service": "clock", "reason": r}) or 0
+                for r in ("never_sat", "both_absent"))
+            for m in (first_metrics, second_metrics)
+        ]
+        assert sum(fired) == GAMES + 1 and min(fired) > 0, f"both replicas fired some: {fired}"
+        states = {(await live.load(r.game_id)).status for r in [*records, orphan]}  # type: ignore[union-attr]
+        assert states == {Status.OVER}
+    finally:
+        await pool.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await pool.close()
+        keys = [key async for key in redis.scan_iter(f"{prefix}:*")]
+        if keys:
+            await redis.delete(*keys)
+        await redis.aclose()

@@ -1,0 +1,112 @@
+"""The clock service's own decisions, in memory: who loses, why, and what is stored (no I/O).
+
+These belong with the unit tests; they live here because this folder is the clock service's.
+"""
+
+from __future__ import annotations
+
+from arbiter.clocks import Side
+from services.clock import operations as ops
+from services.clock.model import (
+    TERMINATION_BOTH_ABSENT,
+    TERMINATION_DISCONNECTION,
+    TERMINATION_NEVER_SAT,
+    TERMINATION_TIME,
+    GameMeta,
+    GameRecord,
+    Kind,
+    Outcome,
+    Status,
+    decide,
+    decode_body,
+    encode_body,
+    next_deadline_ms,
+)
+
+LIVE = GameMeta(white_id="w", black_id="b", kind=Kind.FISCHER, base_s=60, increment_s=2, requested=True,
+                boost_allowed=True)
+
+
+def started(meta: GameMeta = LIVE) -> GameRecord:
+    record = GameRecord("g")
+    ops.on_started(record, meta, 0, 0)
+    return record
+
+
+def test_t19_first_mover_flags_before_any_move_and_second_never_connected() -> None:
+    verdict = decide(started(), 60_000)
+    assert verdict is not None and verdict.outcome is Outcome.ABANDONED and verdict.reason == TERMINATION_BOTH_ABSENT
+    assert decide(started(), 59_999) is None
+
+
+def test_second_mover_present_wins_against_a_first_mover_who_never_sat() -> None:
+    record = started()
+    ops.on_presence(record, "b", True, 10, 10)
+    verdict = decide(record, 60_000)
+    assert verdict is not None and verdict.loser is Side.WHITE
+    assert verdict.reason == TERMINATION_NEVER_SAT and verdict.loser_never_sat  # R-3
+
+
+def test_second_mover_who_never_moves_loses_never_sat_and_a_mover_loses_on_time() -> None:
+    record = started()
+    assert ops.apply_move(record, "w", 1, 1_000, 1_000) == "applied"
+    verdict = decide(record, 61_000)
+    assert verdict is not None and verdict.loser is Side.BLACK and verdict.reason == TERMINATION_NEVER_SAT
+    assert ops.apply_move(record, "b", 2, 2_000, 2_000) == "applied"
+    verdict = decide(record, 2_000 + 61_000)
+    assert verdict is not None and verdict.loser is Side.WHITE and verdict.reason == TERMINATION_TIME
+    assert not verdict.loser_never_sat
+
+
+def test_t17_deadline_only_after_the_first_move_and_a_late_return_changes_nothing() -> None:
+    record = started()
+    ops.on_presence(record, "w", False, 500, 500)
+    assert next_deadline_ms(record) == 60_000, "before the first move the clock decides (T-17)"
+    ops.on_presence(record, "w", True, 700, 700)
+    ops.apply_move(record, "w", 1, 1_000, 1_000)
+    ops.on_presence(record, "w", False, 2_000, 2_000)
+    assert next_deadline_ms(record) == 32_000
+    assert ops.on_presence(record, "w", True, 32_500, 32_500) == "too_late"
+    verdict = decide(record, 32_500)
+    assert verdict is not None and verdict.reason == TERMINATION_DISCONNECTION and verdict.loser is Side.WHITE
+
+
+def test_events_before_the_players_are_known_are_kept_by_player() -> None:
+    record = GameRecord("g")
+    assert ops.on_presence(record, "b", True, 0, 0) == "handled"
+    assert ops.boost(record, "b", 10, 10) == "parked"
+    assert ops.apply_move(record, "w", 1, 20, 20) == "parked"
+    ops.on_started(record, GameMeta(white_id="w", black_id="b", kind=Kind.FISCHER, base_s=180), 0, 30)
+    assert record.status is Status.RUNNING and record.ply == 1 and record.presence[Side.BLACK].seen
+    assert record.clock is not None and record.clock.black.boosted and record.clock.black.remaining_ms == 90_000
+
+
+def test_stale_and_foreign_moves_change_nothing() -> None:
+    record = started()
+    ops.apply_move(record, "w", 1, 1_000, 1_000)
+    clock = record.clock
+    assert ops.apply_move(record, "w", 1, 1_500, 1_500) == "stale"
+    assert ops.apply_move(record, "x", 2, 1_500, 1_500) == "not_a_player"
+    assert ops.apply_move(record, "w", 2, 1_500, 1_500) == "wrong_turn"
+    assert record.clock == clock and record.ply == 1
+
+
+def test_record_round_trips_through_its_stored_form() -> None:
+    record = started(GameMeta(white_id="w", black_id="b", kind=Kind.TRIPLE_BLOCK, tb_increment_days=1,
+                              tb_bank_days=50, guaranteed_time=True))
+    ops.apply_move(record, "w", 1, 86_400_000, 86_400_000)
+    ops.on_presence(record, "b", False, 5, 5)
+    back = decode_body("g", "3", encode_body(record), {})
+    assert (back.clock, back.ply, back.meta, back.status, back.version) == (
+        record.clock, record.ply, record.meta, record.status, "3")
+    assert back.presence[Side.BLACK].offline_since_ms == 5
+
+
+def test_the_fast_encoding_is_what_the_json_encoder_writes() -> None:
+    record = started()
+    ops.apply_move(record, "w", 1, 1_000, 1_000)
+    ops.on_presence(record, "b", False, 77, 90)
+    fast = encode_body(record)
+    record.claim_reason = "the general path"
+    general = encode_body(record)
+    assert fast == general.replace('"the general path"', '""')
