@@ -1,17 +1,35 @@
-"""Composition root of the pairing service: the row of DESIGN.md's table, wired through the kit."""
+"""Composition root of the pairing service: the row of DESIGN.md's table, wired through the kit.
+
+pairing | owns tournaments, entrants, rounds, pairings, standings | TournamentService |
+consumes game started / finished / flagged / abandoned | publishes tournament lifecycle events
+and game requests.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from arbiter.contracts import tournament_pb2_grpc
+from arbiter.kit import events
+from arbiter.kit.creators import ensure_creator_registry
 from arbiter.kit.grpcserver import GrpcService
+from arbiter.kit.kafka import subscribe
 from arbiter.kit.logs import configure_logging
 from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
+from arbiter.kit.timers import TimerPoller
+from services.pairing.busy import BusyRegistry
+from services.pairing.clients import OpeningsClient, RatingsClient
+from services.pairing.director import CLOSE_TIMER, START_TIMER, Director
+from services.pairing.metrics import PairingMetrics
+from services.pairing.results import CONSUMER, ResultDesk
+from services.pairing.servicer import TournamentServicer
 from services.pairing.settings import PairingSettings
+from services.pairing.watch import WatchHub
 
 log = logging.getLogger(__name__)
 SERVICE = "pairing"
@@ -21,14 +39,48 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) -> None:
     """Connect, wire the handlers and serve until stopped."""
     infra = await connect(settings, SERVICE, MIGRATIONS)
-    servicer = tournament_pb2_grpc.TournamentServiceServicer()
+    await ensure_creator_registry(infra.pool)
+    metrics = PairingMetrics.create(infra.metrics)
+    # Calls to other services carry this service's token when authentication is on (arbiter.kit.auth).
+    openings_channel = infra.open_channel(settings.openings_grpc_addr)
+    rating_channel = infra.open_channel(settings.rating_grpc_addr)
+    # The Swiss engine is CPU bound: worker processes keep the event loop answering meanwhile.
+    executor = (
+        ProcessPoolExecutor(settings.pairing_processes, mp_context=multiprocessing.get_context("spawn"))
+        if settings.pairing_processes else None
+    )
+    busy = BusyRegistry(infra.redis, settings.busy_ttl_seconds)
+    hub = WatchHub(infra.redis)
+    ratings = RatingsClient(rating_channel, settings.call_timeout_seconds)
+    director = Director(
+        infra.pool, infra.outbox, infra.time_source, OpeningsClient(openings_channel, settings.call_timeout_seconds),
+        ratings, busy, hub, metrics, settings, executor,
+    )
+    desk = ResultDesk(infra.pool, infra.time_source, busy, hub, metrics, director.poke, SERVICE)
+    for topic, handler in (
+        (events.GAME_STARTED, desk.on_started),
+        (events.GAME_FINISHED, desk.on_finished),
+        (events.CLOCK_FLAGGED, desk.on_flagged),
+        (events.GAME_ABANDONED, desk.on_abandoned),
+    ):
+        subscribe(infra.broker, settings, infra.metrics, topic, CONSUMER, handler, batch=True,
+                  max_records=settings.result_batch_size)
+    timers = TimerPoller(infra.pool, {START_TIMER: director.on_timer, CLOSE_TIMER: director.on_timer},
+                         infra.time_source, infra.metrics)
+    servicer = TournamentServicer(infra.pool, infra.outbox, infra.time_source, ratings, hub, settings)
     grpc_services = [
         GrpcService(
             "arbiter.contracts.TournamentService",
             lambda server: tournament_pb2_grpc.add_TournamentServiceServicer_to_server(servicer, server),
         )
     ]
-    await ServiceRuntime(infra, grpc_services).run(stop)
+    try:
+        await ServiceRuntime(infra, grpc_services, background=[timers.run, director.run]).run(stop)
+    finally:
+        await openings_channel.close()
+        await rating_channel.close()
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
 
 
 def main() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from arbiter.kit.settings import KitSettings
 
 
@@ -10,3 +12,21 @@ class PairingSettings(KitSettings):
 
     grpc_port: int = 50051
     metrics_port: int = 9101
+    # The services this one calls (the embedded stack sets <SERVICE>_GRPC_ADDR for each).
+    openings_grpc_addr: str = Field(description="host:port of the OpeningService")
+    rating_grpc_addr: str = Field(description="host:port of the RatingService")
+    # Deadline of one call to another service, in real seconds.
+    call_timeout_seconds: float = Field(default=10.0, gt=0)
+    # How often (real seconds) stored state is scanned for tournaments to move on: the safety
+    # net after a crash; rounds are normally paired the moment their last result arrives.
+    reconcile_seconds: float = Field(default=2.0, gt=0)
+    # Rounds paired at the same time by one replica (each holds a few connections).
+    pairing_concurrency: int = Field(default=4, ge=1)
+    # Processes for the Swiss engine (CPU bound); 0 pairs in a thread of this process.
+    pairing_processes: int = Field(default=0, ge=0)
+    # A Watch stream ends after this many real seconds; the client reconnects.
+    watch_max_seconds: float = Field(default=3600.0, gt=0)
+    # Real seconds a player stays "playing" in the busy registry without news of the game (T-18).
+    busy_ttl_seconds: int = Field(default=86400, ge=60)
+    # Events per batch from game.finished and game.started.
+    result_batch_size: int = Field(default=500, ge=1)

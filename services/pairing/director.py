@@ -1,0 +1,496 @@
+"""The scheduler: each tournament moves from its start time to its final standings (T-2..T-20, O-10, O-11).
+
+Every step reads the stored state, asks the pure rules (`arbiter.competition.tournament_flow`)
+what comes next, and commits the step and its events in one transaction that re-checks the
+state under the tournament's row lock. A step that crashes before its commit is simply taken
+again (the pairing is deterministic, the opening draw idempotent); a committed step is never
+taken twice, so no game is ever requested twice (lichess issue #12147). Stored timers wake the
+scheduler at the start time and at the close; a periodic scan of the stored state is the safety
+net after a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from typing import Any, TypeVar
+
+import asyncpg
+
+from arbiter.competition.standings import why_above
+from arbiter.competition.tournament_flow import (
+    NextStep,
+    PairingError,
+    PlannedGame,
+    ScoredResult,
+    berger_numbers,
+    busy_forfeit,
+    closing_deadline,
+    closing_draw,
+    decide_start,
+    final_standings,
+    initial_ranks,
+    next_step,
+    pair_round,
+    round_bye_points,
+)
+from arbiter.competition.types import Format, OpeningMode
+from arbiter.contracts import common_pb2 as common
+from arbiter.contracts import events_pb2 as ev
+from arbiter.kit.creators import release_creator_slot
+from arbiter.kit.events import timestamp
+from arbiter.kit.outbox import Outbox
+from arbiter.kit.timers import Timer, cancel_timer
+from arbiter.kit.timesource import TimeSource
+from arbiter.rating import DEFAULT_RATING
+from services.pairing import store
+from services.pairing.busy import BusyRegistry
+from services.pairing.clients import OpeningsClient, RatingsClient, Unavailable
+from services.pairing.convert import (
+    SPEED_TO_PROTO,
+    VERDICT_TO_PROTO,
+    game_record,
+    standing_row_from_json,
+    standing_row_json,
+    standing_rows,
+)
+from services.pairing.metrics import PairingMetrics
+from services.pairing.settings import PairingSettings
+from services.pairing.watch import WatchHub
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+START_TIMER = "tournament_start"
+CLOSE_TIMER = "tournament_close"
+# A tournament never needs more steps than this in one go (start, every round, finish).
+_MAX_STEPS = 64
+# The by-state gauge counts every tournament; once in a while is enough for a dashboard.
+_COUNT_EVERY_SECONDS = 10.0
+
+
+def start_timer_id(tournament_id: str) -> str:
+    """The stored timer of a tournament's start time (T-4)."""
+    return f"{tournament_id}/start"
+
+
+def close_timer_id(tournament_id: str) -> str:
+    """The stored timer of a tournament's close: the announced end + 10 minutes (T-15)."""
+    return f"{tournament_id}/close"
+
+
+def competition_ref(tournament_id: str, round_number: int) -> common.CompetitionRef:
+    """The reference every round game carries."""
+    return common.CompetitionRef(kind=common.COMPETITION_KIND_TOURNAMENT, id=tournament_id, round=round_number)
+
+
+def scored_game_finished(row: Any, game: Any, scored: ScoredResult, termination: int, event_id: str,
+                         at: Any, sat: bool) -> ev.GameFinished:
+    """The GameFinished this service publishes for a result it decides itself (T-15, T-18)."""
+    message = ev.GameFinished(
+        game_id=game["game_id"], competition=competition_ref(row["id"], game["round"]), variant=row["variant"],
+        speed=SPEED_TO_PROTO[row["speed"]], white_id=game["white_id"], black_id=game["black_id"],
+        result=VERDICT_TO_PROTO[scored.verdict], termination=termination, white_sat=sat, black_sat=sat,
+        rated=scored.score.rated, finished_at=timestamp(at),
+    )
+    message.meta.event_id = event_id
+    return message
+
+
+async def cancel_tournament(connection: asyncpg.Connection, outbox: Outbox, row: Any, reason: str, now: Any) -> None:
+    """Cancel in the caller's transaction (row locked): state, timers, the creator's slot (A-2), the event."""
+    tournament_id = row["id"]
+    await connection.execute(
+        "UPDATE tournaments SET state = 'cancelled', cancel_reason = $2, finished_at = $3 WHERE id = $1",
+        tournament_id, reason, now,
+    )
+    await cancel_timer(connection, start_timer_id(tournament_id))
+    await cancel_timer(connection, close_timer_id(tournament_id))
+    await release_creator_slot(connection, row["creator_id"], tournament_id)
+    event = ev.TournamentCancelled(tournament_id=tournament_id, reason=reason)
+    event.meta.event_id = f"{tournament_id}/cancelled"
+    await outbox.add(connection, event)
+
+
+async def standings_now(db: store.Executor, row: Any) -> tuple[list[ev.StandingRow], list[str]]:
+    """The standings as they stand (final ones once finished), with a sentence per place (T-21, T-22)."""
+    if row["final_standings"] is not None:
+        saved = row["final_standings"]
+        return [standing_row_from_json(r) for r in saved["rows"]], list(saved["explanations"])
+    tournament_id = row["id"]
+    if row["format"] is None:
+        # Before the start nobody has a number yet: everyone on 0, by name.
+        players = await store.entrant_ids(db, tournament_id)
+        return [ev.StandingRow(rank=i, player_id=p) for i, p in enumerate(players, start=1)], []
+    fmt = Format(row["format"])
+    rows = final_standings(
+        fmt, await store.seats(db, tournament_id), await store.played_games(db, tournament_id),
+        await store.byes(db, tournament_id),
+    )
+    explanations = [why_above(fmt, rows, upper.entrant, lower.entrant) for upper, lower in zip(rows, rows[1:])]
+    return standing_rows(rows, fmt), explanations
+
+
+class Director:
+    """Starts, pairs, closes and finishes tournaments; one tournament at a time per replica."""
+
+    def __init__(
+        self, pool: asyncpg.Pool, outbox: Outbox, clock: TimeSource, openings: OpeningsClient,
+        ratings: RatingsClient, busy: BusyRegistry, hub: WatchHub, metrics: PairingMetrics,
+        settings: PairingSettings, executor: Executor | None = None,
+    ) -> None:
+        self.pool = pool
+        self.outbox = outbox
+        self.clock = clock
+        self.openings = openings
+        self.ratings = ratings
+        self.busy = busy
+        self.hub = hub
+        self.metrics = metrics
+        self.settings = settings
+        self.executor = executor
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._queued: set[str] = set()
+        # One step at a time per tournament in this replica: lock and how many wait for it.
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    # -- waking up -------------------------------------------------------------------------------
+
+    def poke(self, tournament_id: str) -> None:
+        """Ask for a look at this tournament soon (a result arrived, a timer fired)."""
+        if tournament_id not in self._queued:
+            self._queued.add(tournament_id)
+            self._queue.put_nowait(tournament_id)
+
+    async def on_timer(self, connection: asyncpg.Connection, timer: Timer) -> None:
+        """Start and close timers only wake the scheduler: the stored state says what is due."""
+        self.poke(timer.payload["tournament_id"])
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Work the queue and rescan the stored state until `stop` is set."""
+        workers = [asyncio.create_task(self._work()) for _ in range(self.settings.pairing_concurrency)]
+        counted_at = 0.0
+        try:
+            while not stop.is_set():
+                try:
+                    for tournament_id in await store.due_work(self.pool, self.clock.now()):
+                        self.poke(tournament_id)
+                    if time.monotonic() - counted_at >= _COUNT_EVERY_SECONDS:
+                        self.metrics.set_states(await store.counts_by_state(self.pool))
+                        counted_at = time.monotonic()
+                except (OSError, asyncpg.PostgresError) as error:
+                    log.warning("scan failed, retrying", extra={"error": repr(error)})
+                try:
+                    await asyncio.wait_for(stop.wait(), self.settings.reconcile_seconds)
+                except TimeoutError:
+                    pass
+        finally:
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    async def _work(self) -> None:
+        while True:
+            tournament_id = await self._queue.get()
+            self._queued.discard(tournament_id)
+            try:
+                await self.advance(tournament_id)
+            except Unavailable as error:
+                self.metrics.advance_errors.labels(self.metrics.service, "unavailable").inc()
+                log.warning("tournament step waits for another service", extra={
+                    "tournament_id": tournament_id, "error": error.message})
+            except Exception:
+                self.metrics.advance_errors.labels(self.metrics.service, "error").inc()
+                log.exception("tournament step failed; it is retried", extra={"tournament_id": tournament_id})
+
+    # -- the state machine -----------------------------------------------------------------------
+
+    async def advance(self, tournament_id: str) -> None:
+        """Take every step that is due for this tournament now (idempotent)."""
+        lock, users = self._locks.get(tournament_id, (asyncio.Lock(), 0))
+        self._locks[tournament_id] = (lock, users + 1)
+        try:
+            async with lock:
+                for _ in range(_MAX_STEPS):
+                    if not await self._step(tournament_id):
+                        return
+        finally:
+            lock, users = self._locks[tournament_id]
+            if users == 1:
+                del self._locks[tournament_id]
+            else:
+                self._locks[tournament_id] = (lock, users - 1)
+
+    async def _step(self, tournament_id: str) -> bool:
+        """Take the next due step; False when nothing is due."""
+        row = await store.tournament(self.pool, tournament_id)
+        if row is None:
+            return False
+        now = self.clock.now()
+        state = row["state"]
+        if state == "scheduled":
+            if now < row["starts_at"]:
+                return False
+            # T-6: registration closes when the start time comes.
+            await self.pool.execute(
+                "UPDATE tournaments SET state = 'starting' WHERE id = $1 AND state = 'scheduled'", tournament_id
+            )
+            return True
+        if state == "starting":
+            return await self._start(row)
+        if state != "running":
+            return False
+        open_games = await store.open_games(self.pool, tournament_id)
+        step = next_step(row["current_round"], row["rounds"], open_games, now, row["closes_at"])
+        if step is NextStep.WAIT:
+            return False
+        if step is NextStep.FINISH:
+            await self.finish(tournament_id)
+            return False
+        return await self._pair(row, row["current_round"] + 1)
+
+    async def _start(self, row: Any) -> bool:
+        """Count the entrants: cancel below the minimum (T-3), else fix the plan and the numbers (T-2, T-9..T-14)."""
+        tournament_id = row["id"]
+        players = await store.entrant_ids(self.pool, tournament_id)
+        decision = decide_start(
+            len(players), row["minimum_entrants"], row["threshold"],
+            extra_round=row["extra_round"], home_and_away=row["home_and_away"],
+        )
+        if decision.cancel_reason is not None:
+            async with self.pool.acquire() as connection, connection.transaction():
+                locked = await store.tournament(connection, tournament_id, lock=True)
+                if locked["state"] != "starting":
+                    return True
+                await cancel_tournament(connection, self.outbox, locked, decision.cancel_reason, self.clock.now())
+            log.info("tournament cancelled at its start", extra={"tournament_id": tournament_id,
+                                                                   "reason": decision.cancel_reason})
+            await self.hub.publish(tournament_id, "cancelled")
+            return False
+        plan = decision.plan
+        assert plan is not None
+        ratings = await self._ratings_at_start(row, players)
+        ranks = initial_ranks(ratings)
+        numbers = berger_numbers(players, tournament_id)
+        order = sorted(players, key=(numbers if plan.format is Format.ROUND_ROBIN else ranks).__getitem__)
+        async with self.pool.acquire() as connection, connection.transaction():
+            locked = await store.tournament(connection, tournament_id, lock=True)
+            if locked["state"] != "starting":
+                return True
+            await connection.executemany(
+                "UPDATE entrants SET rating = $3, initial_rank = $4, berger_number = $5"
+                " WHERE tournament_id = $1 AND player_id = $2",
+                [(tournament_id, p, ratings[p], ranks[p], numbers[p]) for p in players],
+            )
+            await connection.execute(
+                "UPDATE tournaments SET state = 'running', format = $2, rounds = $3, games_per_pairing = $4,"
+                " started_at = $5, plan_notes = $6 WHERE id = $1",
+                tournament_id, plan.format.value, plan.rounds, plan.games_per_pairing, self.clock.now(),
+                list(plan.reasons),
+            )
+            # Entrant ids in number order: Berger numbers (T-14) or initial ranks (T-13).
+            event = ev.TournamentStarted(
+                tournament_id=tournament_id, format=plan.format.value, rounds=plan.rounds,
+                games_per_pairing=plan.games_per_pairing, entrant_ids=order,
+            )
+            event.meta.event_id = f"{tournament_id}/started"
+            await self.outbox.add(connection, event)
+        log.info("tournament started", extra={"tournament_id": tournament_id, "format": plan.format.value,
+                                              "rounds": plan.rounds, "entrants": len(players)})
+        await self.hub.publish(tournament_id, "started")
+        return True
+
+    async def _ratings_at_start(self, row: Any, players: Sequence[str]) -> dict[str, float]:
+        """Ratings for the variant and speed (T-13 initial ranks); the ones seen at join if the service is down."""
+        try:
+            return await self.ratings.ratings(players, row["variant"], SPEED_TO_PROTO[row["speed"]])
+        except Unavailable as error:
+            log.warning("ratings unavailable at the start; ranking by the ratings seen at join, then name",
+                        extra={"tournament_id": row["id"], "error": error.message})
+        rows = await store.entrant_rows(self.pool, row["id"])
+        return {r["player_id"]: r["rating"] if r["rating"] is not None else DEFAULT_RATING for r in rows}
+
+    async def _pair(self, row: Any, round_number: int) -> bool:
+        """Pair a round and request its games, all in one transaction (T-8, T-12..T-14, T-18, O-10, O-11)."""
+        started = time.perf_counter()
+        tournament_id = row["id"]
+        fmt = Format(row["format"])
+        per_pairing = row["games_per_pairing"]
+        seats = await store.seats(self.pool, tournament_id)
+        history = await store.played_games(self.pool, tournament_id)
+        byes = await store.byes(self.pool, tournament_id)
+        mode = OpeningMode(row["opening_mode"])
+        opening_draw = asyncio.ensure_future(self.openings.draw(
+            tournament_id, round_number, row["variant"], mode, row["thematic_opening"],
+            # O-10: a Swiss never draws the same table opening twice (a thematic one is always the same, O-9).
+            no_repeat=fmt is Format.SWISS and mode.is_table_draw(),
+        ))
+        try:
+            draw = await self._compute(pair_round, fmt, seats, history, byes, round_number, row["rounds"], per_pairing)
+        except PairingError as error:
+            opening_draw.cancel()
+            await asyncio.gather(opening_draw, return_exceptions=True)
+            # Like lichess when bbpPairings finds no valid pairing: the tournament ends here.
+            await self.finish(tournament_id, note=(
+                f"round {round_number} cannot be paired without a rematch or a second bye ({error}); "
+                f"the tournament ends after round {round_number - 1} (T-13)"
+            ))
+            return False
+        opening = await opening_draw
+        planned = draw.games(tournament_id, per_pairing)
+        busy = await self.busy.busy(p for game in planned for p in (game.white, game.black))
+        forfeits = {
+            game.game_id: busy_forfeit(game.white in busy, game.black in busy, tournament_rated=row["rated"])
+            for game in planned
+        }
+        async with self.pool.acquire() as connection, connection.transaction():
+            locked = await store.tournament(connection, tournament_id, lock=True)
+            if locked["state"] != "running" or locked["current_round"] != round_number - 1:
+                return True  # another replica (or the close) got there first
+            now = self.clock.now()
+            if now >= locked["closes_at"] or await store.open_games(connection, tournament_id):
+                return True  # T-15: too late for a new round; the next step finishes
+            events = await self._save_round(connection, locked, draw, planned, forfeits, opening, now)
+            await self.outbox.add(connection, *events)
+        requested = sum(1 for game in planned if forfeits[game.game_id] is None)
+        service = self.metrics.service
+        self.metrics.pairing_seconds.labels(service, fmt.value).observe(time.perf_counter() - started)
+        self.metrics.games_requested.labels(service).inc(requested)
+        self.metrics.busy_forfeits.labels(service).inc(len(planned) - requested)
+        if draw.engine == "fallback":
+            self.metrics.pairing_fallbacks.labels(service).inc()
+        log.info("round paired", extra={"tournament_id": tournament_id, "round": round_number, "games": len(planned),
+                                        "forfeits": len(planned) - requested, "engine": draw.engine})
+        await self.hub.publish(tournament_id, "round_paired", round_number=round_number)
+        return True
+
+    async def _save_round(
+        self, connection: asyncpg.Connection, row: Any, draw: Any, planned: Sequence[PlannedGame],
+        forfeits: dict[str, ScoredResult | None], opening: common.Opening, now: Any,
+    ) -> list[Any]:
+        """Insert the round and its games; return its events: RoundPaired, GameRequested, busy GameFinished."""
+        tournament_id = row["id"]
+        round_number = draw.round
+        bye_points = round_bye_points(row["games_per_pairing"]) if draw.bye is not None else 0
+        await connection.execute(
+            "INSERT INTO rounds (tournament_id, round, opening, bye_id, bye_points, engine, notes, paired_at)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            tournament_id, round_number, opening.SerializeToString(), draw.bye, bye_points, draw.engine,
+            list(draw.notes), now,
+        )
+        game_rows = []
+        for game in planned:
+            forfeit = forfeits[game.game_id]
+            if forfeit is None:
+                game_rows.append((game.game_id, tournament_id, round_number, game.board, game.leg, game.white,
+                                  game.black, True, False, None, None, None, None, None, None, None, None))
+            else:
+                game_rows.append((
+                    game.game_id, tournament_id, round_number, game.board, game.leg, game.white, game.black,
+                    False, True, forfeit.kind.value, forfeit.verdict.value,
+                    common.Termination.Name(common.TERMINATION_BUSY_FORFEIT),
+                    forfeit.score.white_points, forfeit.score.black_points, forfeit.score.rated, "T-18", now,
+                ))
+        await connection.executemany(
+            "INSERT INTO games (game_id, tournament_id, round, board, leg, white_id, black_id, requested, finished,"
+            " kind, result, termination, white_points, black_points, rated, decided_by, finished_at)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+            game_rows,
+        )
+        await connection.execute("UPDATE tournaments SET current_round = $2 WHERE id = $1", tournament_id,
+                                 round_number)
+
+        ref = competition_ref(tournament_id, round_number)
+        lines: dict[int, ev.PairingLine] = {}
+        for game in planned:
+            line = lines.setdefault(game.board, ev.PairingLine(white_id=game.white, black_id=game.black))
+            line.game_ids.append(game.game_id)
+        paired = ev.RoundPaired(tournament_id=tournament_id, round=round_number, opening=opening,
+                                pairings=list(lines.values()), bye_id=draw.bye or "")
+        paired.meta.event_id = f"{tournament_id}/r{round_number}/paired"
+        events: list[Any] = [paired]
+        time_control = common.TimeControl(fischer=common.FischerControl(
+            base_seconds=row["base_seconds"], increment_seconds=row["increment_seconds"]))
+        for game in planned:
+            forfeit = forfeits[game.game_id]
+            if forfeit is None:
+                request = ev.GameRequested(
+                    game_id=game.game_id, competition=ref, variant=row["variant"], white_id=game.white,
+                    black_id=game.black, time_control=time_control, speed=SPEED_TO_PROTO[row["speed"]],
+                    rated=row["rated"], opening=opening, game_in_pairing=game.leg, requested_at=timestamp(now),
+                )
+                # Deterministic: a relay that publishes twice after a crash sends the same event.
+                request.meta.event_id = f"{game.game_id}/requested"
+                events.append(request)
+            else:
+                # T-18: the game is not opened; the play site and the rating service hear the forfeit.
+                game_row = {"game_id": game.game_id, "round": round_number, "white_id": game.white,
+                            "black_id": game.black}
+                events.append(scored_game_finished(row, game_row, forfeit, common.TERMINATION_BUSY_FORFEIT,
+                                                   f"{game.game_id}/forfeit", now, sat=False))
+        return events
+
+    async def finish(self, tournament_id: str, note: str = "") -> None:
+        """Close the tournament: draw open games past the deadline (T-15), final standings, TournamentFinished."""
+        drawn: list[Any] = []
+        async with self.pool.acquire() as connection, connection.transaction():
+            row = await store.tournament(connection, tournament_id, lock=True)
+            if row is None or row["state"] != "running":
+                return
+            now = self.clock.now()
+            events: list[Any] = []
+            open_rows = await store.open_game_rows(connection, tournament_id)
+            if open_rows and now < closing_deadline(row["closes_at"]):
+                return  # results are still due; the deadline has not come (T-15)
+            scored = closing_draw(tournament_rated=row["rated"])
+            closing = common.Termination.Name(common.TERMINATION_CLOSED_AT_DEADLINE)
+            await store.record_results(connection, [
+                store.ResultRow(game["game_id"], scored.kind.value, scored.verdict.value, closing,
+                                scored.score.white_points, scored.score.black_points, scored.score.rated, "T-15")
+                for game in open_rows
+            ], now)
+            for game in open_rows:
+                events.append(scored_game_finished(row, game, scored, common.TERMINATION_CLOSED_AT_DEADLINE,
+                                                   f"{game['game_id']}/closed", now, sat=True))
+                drawn.append(game)
+            if open_rows:
+                note = note or (
+                    f"closed at the announced end + 10 minutes; {len(open_rows)} open game"
+                    f"{'s' if len(open_rows) != 1 else ''} scored as draws (T-15)"
+                )
+            elif row["current_round"] < row["rounds"] and not note:
+                note = (f"the announced duration ended after round {row['current_round']} of {row['rounds']}; "
+                        "rounds not yet started are not played (T-15)")
+            rows, explanations = await standings_now(connection, row)
+            await connection.execute(
+                "UPDATE tournaments SET state = 'finished', finished_at = $2, finish_note = $3, final_standings = $4"
+                " WHERE id = $1",
+                tournament_id, now, note,
+                {"rows": [standing_row_json(r) for r in rows], "explanations": explanations},
+            )
+            await release_creator_slot(connection, row["creator_id"], tournament_id)
+            await cancel_timer(connection, close_timer_id(tournament_id))
+            finished = ev.TournamentFinished(tournament_id=tournament_id, standings=rows, finished_at=timestamp(now))
+            finished.meta.event_id = f"{tournament_id}/finished"
+            events.append(finished)
+            await self.outbox.add(connection, *events)
+        log.info("tournament finished", extra={"tournament_id": tournament_id, "note": note})
+        await self.busy.finished([(g["game_id"], g["white_id"], g["black_id"]) for g in drawn])
+        if drawn:
+            drawn_ids = {g["game_id"] for g in drawn}
+            await self.hub.publish_results([
+                (tournament_id, game_record(g)) for g in await store.games(self.pool, tournament_id)
+                if g["game_id"] in drawn_ids
+            ])
+        await self.hub.publish(tournament_id, "finished")
+
+    async def _compute(self, function: Callable[..., T], *args: Any) -> T:
+        """Run CPU-bound rules (the Swiss engine) off the event loop: in the process pool when there is one."""
+        loop = asyncio.get_running_loop()
+        if self.executor is not None:
+            return await loop.run_in_executor(self.executor, functools.partial(function, *args))
+        return await asyncio.to_thread(function, *args)

@@ -1,0 +1,208 @@
+"""Results in: game.finished, clock.flagged and game.abandoned; game.started for the busy registry (T-15..T-19).
+
+The first result to arrive for a game decides it, whichever of the three topics carried it;
+any later one is counted as "already scored" and ignored, never applied twice. A result for a
+game this service never requested is counted as "unknown_game". A result the rules cannot
+read (no winner in a never-sat game, a loser who is not a player) is counted as "invalid" and
+skipped, so one bad event never blocks a partition.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import asyncpg
+
+from arbiter.competition.tournament_flow import (
+    FlowError,
+    ScoredResult,
+    result_of_abandon,
+    result_of_finish,
+    result_of_flag,
+)
+from arbiter.competition.types import Side
+from arbiter.contracts import common_pb2 as common
+from arbiter.contracts import events_pb2 as ev
+from arbiter.kit import events
+from arbiter.kit.idempotency import first_deliveries
+from arbiter.kit.timesource import TimeSource
+from services.pairing import store
+from services.pairing.busy import BusyRegistry
+from services.pairing.convert import VERDICT, ending_of, game_record, termination_name
+from services.pairing.metrics import PairingMetrics
+from services.pairing.watch import WatchHub
+
+log = logging.getLogger(__name__)
+CONSUMER: Final = "pairing"
+# The ids this service gives round games (see tournament_flow.game_id): an unknown one is worth counting.
+_OUR_GAME_ID: Final = re.compile(r"^t_[0-9a-z]+-r\d+-b\d+-g[12]$")
+
+Decide = Callable[[Any], tuple[ScoredResult, str]]
+
+
+@dataclass(frozen=True)
+class IncomingResult:
+    """One event that may decide a round game: which game, which event, and how to score it."""
+
+    game_id: str
+    event_id: str
+    source: str
+    producer: str
+    decide: Decide
+    claims_tournament: bool
+
+
+def from_finished(event: ev.GameFinished) -> IncomingResult:
+    """The play site's final word (T-16..T-19 endings included)."""
+    def decide(row: Any) -> tuple[ScoredResult, str]:
+        verdict = VERDICT.get(event.result)
+        if verdict is None:
+            raise FlowError(f"game {event.game_id} finished without a result")
+        scored = result_of_finish(
+            verdict, ending_of(event.termination), white_sat=event.white_sat, black_sat=event.black_sat,
+            tournament_rated=row["rated"],
+        )
+        return scored, termination_name(event.termination)
+
+    return IncomingResult(event.game_id, event.meta.event_id, events.GAME_FINISHED.name, event.meta.producer,
+                          decide, event.competition.kind == common.COMPETITION_KIND_TOURNAMENT)
+
+
+def from_flag(event: ev.ClockFlagged) -> IncomingResult:
+    """The clock service's flag: on time, disconnection, or never sat (T-16, T-17, R-3)."""
+    def decide(row: Any) -> tuple[ScoredResult, str]:
+        if event.loser_id == row["white_id"]:
+            loser = Side.WHITE
+        elif event.loser_id == row["black_id"]:
+            loser = Side.BLACK
+        else:
+            raise FlowError(f"{event.loser_id} flagged in game {event.game_id}, which they do not play")
+        scored = result_of_flag(loser, loser_never_sat=event.loser_never_sat, tournament_rated=row["rated"])
+        if event.loser_never_sat:
+            termination = common.TERMINATION_NEVER_SAT
+        else:
+            termination = event.reason or common.TERMINATION_TIME
+        return scored, termination_name(termination)
+
+    return IncomingResult(event.game_id, event.meta.event_id, events.CLOCK_FLAGGED.name, event.meta.producer,
+                          decide, False)
+
+
+def from_abandon(event: ev.GameAbandoned) -> IncomingResult:
+    """Neither player ever sat: 0-0 (T-19)."""
+    def decide(row: Any) -> tuple[ScoredResult, str]:
+        return result_of_abandon(tournament_rated=row["rated"]), termination_name(common.TERMINATION_BOTH_ABSENT)
+
+    return IncomingResult(event.game_id, event.meta.event_id, events.GAME_ABANDONED.name, event.meta.producer,
+                          decide, False)
+
+
+class ResultDesk:
+    """Applies results to round games and tells the scheduler which tournaments to look at."""
+
+    def __init__(self, pool: asyncpg.Pool, clock: TimeSource, busy: BusyRegistry, hub: WatchHub,
+                 metrics: PairingMetrics, poke: Callable[[str], None], service: str) -> None:
+        self.pool = pool
+        self.clock = clock
+        self.busy = busy
+        self.hub = hub
+        self.metrics = metrics
+        self.poke = poke
+        self.service = service
+
+    async def on_started(self, batch: list[ev.GameStarted]) -> str:
+        """Both players of any game of the site are now playing (T-18)."""
+        await self.busy.started([(e.game_id, e.white_id, e.black_id) for e in batch if e.white_id and e.black_id])
+        return "handled"
+
+    async def on_finished(self, batch: list[ev.GameFinished]) -> str:
+        """Free both players of any game (first, so the next round sees them free); score ours."""
+        await self.busy.finished([(e.game_id, e.white_id, e.black_id) for e in batch if e.white_id and e.black_id])
+        mine = [e for e in batch if e.competition.kind in (common.COMPETITION_KIND_TOURNAMENT,
+                                                           common.COMPETITION_KIND_UNSPECIFIED)]
+        return await self.apply([from_finished(e) for e in mine])
+
+    async def on_flagged(self, batch: list[ev.ClockFlagged]) -> str:
+        """Flags decide our games when they come first."""
+        return await self.apply([from_flag(e) for e in batch])
+
+    async def on_abandoned(self, batch: list[ev.GameAbandoned]) -> str:
+        """Double absences decide our games when they come first (T-19)."""
+        return await self.apply([from_abandon(e) for e in batch])
+
+    async def apply(self, incoming: Sequence[IncomingResult]) -> str:
+        """Apply the first result of each game, in arrival order; count the rest; never apply one twice."""
+        if not incoming:
+            return "ignored"
+        known = await store.games_by_id(self.pool, [i.game_id for i in incoming])
+        ignored: Counter[str] = Counter()
+        for item in incoming:
+            if item.game_id not in known and (item.claims_tournament or _OUR_GAME_ID.match(item.game_id)):
+                ignored["unknown_game"] += 1
+        ours = [i for i in incoming if i.game_id in known]
+        applied: list[tuple[IncomingResult, str]] = []
+        duplicates = 0
+        if ours:
+            async with self.pool.acquire() as connection, connection.transaction():
+                fresh = await first_deliveries(connection, CONSUMER, [i.event_id for i in ours])
+                seen: set[str] = set()
+                # The first result of each game in arrival order; a later one in the same batch is already late.
+                first: dict[str, tuple[IncomingResult, store.ResultRow]] = {}
+                for item in ours:
+                    if item.event_id not in fresh or item.event_id in seen:
+                        duplicates += 1
+                        continue
+                    seen.add(item.event_id)
+                    if item.producer == self.service:
+                        continue  # our own forfeit or closing draw coming back
+                    try:
+                        scored, termination = item.decide(known[item.game_id])
+                    except ValueError as error:
+                        ignored["invalid"] += 1
+                        log.warning("result ignored", extra={"game_id": item.game_id, "source": item.source,
+                                                             "error": str(error)})
+                        continue
+                    if item.game_id in first:
+                        ignored["already_scored"] += 1
+                        continue
+                    first[item.game_id] = (item, store.ResultRow(
+                        item.game_id, scored.kind.value, scored.verdict.value, termination,
+                        scored.score.white_points, scored.score.black_points, scored.score.rated,
+                        f"{item.source}:{item.event_id}",
+                    ))
+                scored_now = await store.record_results(connection, [row for _, row in first.values()],
+                                                        self.clock.now())
+                for game_id, (item, _) in first.items():
+                    if game_id in scored_now:
+                        applied.append((item, scored_now[game_id]))
+                    else:
+                        ignored["already_scored"] += 1
+        service = self.metrics.service
+        for reason, count in ignored.items():
+            self.metrics.results_ignored.labels(service, reason).inc(count)
+        for item, _ in applied:
+            self.metrics.results_applied.labels(service, item.source).inc()
+        # Whatever decided the game, its players are free of it (and a late game.started cannot re-add them).
+        await self.busy.finished([
+            (game_id, known[game_id]["white_id"], known[game_id]["black_id"]) for game_id in {i.game_id for i in ours}
+        ])
+        await self._announce(applied)
+        if applied:
+            return "handled"
+        return "duplicate" if ours and duplicates == len(ours) else "ignored"
+
+    async def _announce(self, applied: Sequence[tuple[IncomingResult, str]]) -> None:
+        """Tell watchers, then the scheduler (a round may be complete)."""
+        if not applied:
+            return
+        rows = await self.pool.fetch(
+            "SELECT * FROM games WHERE game_id = ANY($1::text[])", [item.game_id for item, _ in applied]
+        )
+        await self.hub.publish_results([(row["tournament_id"], game_record(row)) for row in rows])
+        for tournament_id in dict.fromkeys(t for _, t in applied):
+            self.poke(tournament_id)

@@ -1,0 +1,212 @@
+"""SQL of the pairing service: tournaments, entrants, rounds and games in its own schema."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from arbiter.competition.standings import Bye
+from arbiter.competition.tournament_flow import PlayedGame, Seat
+from arbiter.competition.types import ResultKind
+
+Row = asyncpg.Record
+Executor = asyncpg.Connection | asyncpg.Pool
+
+
+async def tournament(db: Executor, tournament_id: str, *, lock: bool = False) -> Row | None:
+    """One tournament row; `lock` takes its row lock (inside a transaction) to serialise state changes."""
+    return await db.fetchrow(
+        "SELECT * FROM tournaments WHERE id = $1" + (" FOR UPDATE" if lock else ""), tournament_id
+    )
+
+
+async def tournament_by_request(db: Executor, creator_id: str, request_id: str) -> Row | None:
+    """The tournament a creator made with this request id, if any."""
+    return await db.fetchrow(
+        "SELECT * FROM tournaments WHERE creator_id = $1 AND request_id = $2", creator_id, request_id
+    )
+
+
+async def entrant_count(db: Executor, tournament_id: str) -> int:
+    """How many entrants are registered."""
+    return int(await db.fetchval("SELECT count(*) FROM entrants WHERE tournament_id = $1", tournament_id))
+
+
+async def entrant_ids(db: Executor, tournament_id: str) -> list[str]:
+    """The registered entrants' ids, sorted."""
+    rows = await db.fetch(
+        "SELECT player_id FROM entrants WHERE tournament_id = $1 ORDER BY player_id", tournament_id
+    )
+    return [row["player_id"] for row in rows]
+
+
+async def entrant_rows(db: Executor, tournament_id: str) -> list[Row]:
+    """Every entrant row, by player id."""
+    return await db.fetch("SELECT * FROM entrants WHERE tournament_id = $1 ORDER BY player_id", tournament_id)
+
+
+async def seats(db: Executor, tournament_id: str) -> list[Seat]:
+    """The entrants with the numbers fixed at the start (T-13, T-14)."""
+    rows = await entrant_rows(db, tournament_id)
+    return [
+        Seat(row["player_id"], row["berger_number"], row["initial_rank"], row["rating"])
+        for row in rows
+        if row["initial_rank"] is not None
+    ]
+
+
+async def is_entered(db: Executor, tournament_id: str, player_id: str) -> bool:
+    """Whether the player holds a seat."""
+    return bool(await db.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM entrants WHERE tournament_id = $1 AND player_id = $2)", tournament_id, player_id
+    ))
+
+
+async def played_games(db: Executor, tournament_id: str) -> list[PlayedGame]:
+    """Every scored game, in round and board order."""
+    rows = await db.fetch(
+        "SELECT round, white_id, black_id, white_points, black_points, kind, leg FROM games"
+        " WHERE tournament_id = $1 AND finished ORDER BY round, board, leg",
+        tournament_id,
+    )
+    return [
+        PlayedGame(r["round"], r["white_id"], r["black_id"], r["white_points"], r["black_points"],
+                   ResultKind(r["kind"]), r["leg"])
+        for r in rows
+    ]
+
+
+async def byes(db: Executor, tournament_id: str) -> list[Bye]:
+    """The byes credited so far (T-8)."""
+    rows = await db.fetch(
+        "SELECT round, bye_id, bye_points FROM rounds WHERE tournament_id = $1 AND bye_id IS NOT NULL ORDER BY round",
+        tournament_id,
+    )
+    return [Bye(r["round"], r["bye_id"], r["bye_points"]) for r in rows]
+
+
+async def open_games(db: Executor, tournament_id: str) -> int:
+    """Games requested and still without a result."""
+    return int(await db.fetchval(
+        "SELECT count(*) FROM games WHERE tournament_id = $1 AND NOT finished", tournament_id
+    ))
+
+
+async def open_game_rows(db: Executor, tournament_id: str) -> list[Row]:
+    """The games still without a result."""
+    return await db.fetch(
+        "SELECT * FROM games WHERE tournament_id = $1 AND NOT finished ORDER BY round, board, leg", tournament_id
+    )
+
+
+async def rounds(db: Executor, tournament_id: str, round_number: int = 0) -> list[Row]:
+    """Paired rounds (one, or all when `round_number` is 0)."""
+    if round_number:
+        return await db.fetch(
+            "SELECT * FROM rounds WHERE tournament_id = $1 AND round = $2", tournament_id, round_number
+        )
+    return await db.fetch("SELECT * FROM rounds WHERE tournament_id = $1 ORDER BY round", tournament_id)
+
+
+async def games(db: Executor, tournament_id: str, round_number: int = 0) -> list[Row]:
+    """Games of one round, or of all rounds, in board order."""
+    if round_number:
+        return await db.fetch(
+            "SELECT * FROM games WHERE tournament_id = $1 AND round = $2 ORDER BY board, leg",
+            tournament_id, round_number,
+        )
+    return await db.fetch("SELECT * FROM games WHERE tournament_id = $1 ORDER BY round, board, leg", tournament_id)
+
+
+async def games_by_id(db: Executor, game_ids: Sequence[str]) -> dict[str, Row]:
+    """Our games among `game_ids`, with their tournament's rated flag."""
+    rows = await db.fetch(
+        "SELECT g.game_id, g.tournament_id, g.round, g.white_id, g.black_id, g.finished, t.rated, t.variant,"
+        " t.speed FROM games g JOIN tournaments t ON t.id = g.tournament_id WHERE g.game_id = ANY($1::text[])",
+        list(game_ids),
+    )
+    return {row["game_id"]: row for row in rows}
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """A result to record on a game."""
+
+    game_id: str
+    kind: str
+    result: str
+    termination: str
+    white_points: int
+    black_points: int
+    rated: bool
+    decided_by: str
+
+
+async def record_results(connection: asyncpg.Connection, results: Sequence[ResultRow], at: datetime) -> dict[str, str]:
+    """Score each game unless it has a result already (the first result wins); {game id: tournament id} of those scored.
+
+    One statement for the whole batch; `results` must name each game once.
+    """
+    if not results:
+        return {}
+    rows = await connection.fetch(
+        """
+        UPDATE games AS g SET finished = true, kind = r.kind, result = r.result, termination = r.termination,
+            white_points = r.white_points, black_points = r.black_points, rated = r.rated,
+            decided_by = r.decided_by, finished_at = $9
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::bool[], $8::text[])
+            AS r(game_id, kind, result, termination, white_points, black_points, rated, decided_by)
+        WHERE g.game_id = r.game_id AND NOT g.finished
+        RETURNING g.game_id, g.tournament_id
+        """,
+        [r.game_id for r in results], [r.kind for r in results], [r.result for r in results],
+        [r.termination for r in results], [r.white_points for r in results], [r.black_points for r in results],
+        [r.rated for r in results], [r.decided_by for r in results], at,
+    )
+    return {row["game_id"]: row["tournament_id"] for row in rows}
+
+
+async def due_work(db: Executor, now: datetime) -> list[str]:
+    """Tournaments that may have a step due: start time passed, starting, or running with no open game or closed."""
+    rows = await db.fetch(
+        """
+        SELECT id FROM tournaments WHERE state = 'scheduled' AND starts_at <= $1
+        UNION
+        SELECT id FROM tournaments WHERE state = 'starting'
+        UNION
+        SELECT t.id FROM tournaments t WHERE t.state = 'running' AND (
+            t.closes_at + interval '10 minutes' <= $1
+            OR NOT EXISTS (SELECT 1 FROM games g WHERE g.tournament_id = t.id AND NOT g.finished))
+        """,
+        now,
+    )
+    return [row["id"] for row in rows]
+
+
+async def counts_by_state(db: Executor) -> dict[str, int]:
+    """How many tournaments are in each state."""
+    rows = await db.fetch("SELECT state, count(*) AS n FROM tournaments GROUP BY state")
+    return {row["state"]: int(row["n"]) for row in rows}
+
+
+async def upcoming(db: Executor, now: datetime, after: tuple[datetime, str] | None, variant: str | None,
+                   limit: int) -> list[Row]:
+    """Public tournaments not started yet, by start time then id, after a keyset cursor."""
+    clauses = ["state = 'scheduled'", "NOT private", "starts_at > $1"]
+    args: list[Any] = [now]
+    if after is not None:
+        args.extend(after)
+        clauses.append(f"(starts_at, id) > (${len(args) - 1}, ${len(args)})")
+    if variant is not None:
+        args.append(variant)
+        clauses.append(f"variant = ${len(args)}")
+    args.append(limit)
+    return await db.fetch(
+        "SELECT t.*, (SELECT count(*) FROM entrants e WHERE e.tournament_id = t.id) AS entrant_count"
+        f" FROM tournaments t WHERE {' AND '.join(clauses)} ORDER BY starts_at, id LIMIT ${len(args)}",
+        *args,
+    )

@@ -1,0 +1,320 @@
+"""Pairing service: from the last result of a round to every GameRequested of the next, N concurrent Swiss tournaments.
+
+Prints figures, asserts nothing (DESIGN: bench scripts never assert timings). One run:
+1. start the infrastructure (KAFKA_BOOTSTRAP_SERVERS / REDIS_URL / DATABASE_URL when given, else
+   embedded, on a fresh database) and the openings, rating and pairing services as processes;
+2. create N tournaments (default 100) of E entrants (default 200: a Swiss of 10 rounds, T-9), fill
+   them with Join calls, all starting at the same instant (italian, openings drawn from the table
+   up to class 2 by the openings service, O-10);
+3. a play-site stand-in opens every requested game (GameStarted) and, as soon as all the games
+   of a tournament's round are requested, publishes all their results (GameFinished) at once;
+   the figure of that round is from the broker's acknowledgement of its last result to the
+   arrival of the last GameRequested of the next round (what a player waits between rounds);
+4. after `--rounds` transitions per tournament it stops, and prints p50/p90/p99/max over every
+   transition, per round, and the service's own pairing time (decision to commit).
+
+All N tournaments end their rounds within moments of each other, so each transition pairs N
+rounds at once: the figure is the worst case of a synchronised field, not one tournament alone.
+
+    .venv/bin/python tests/bench/bench_pairing_service.py [--tournaments 100] [--entrants 200] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+import grpc
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from arbiter.contracts import common_pb2 as cm
+from arbiter.contracts import events_pb2 as ev
+from arbiter.contracts import tournament_pb2 as tp
+from arbiter.contracts import tournament_pb2_grpc
+from arbiter.devstack.infra import create_database, postgres_reachable
+from arbiter.devstack.stack import SystemStack
+from arbiter.kit import events
+from arbiter.kit.events import stamp_meta, timestamp
+from arbiter.kit.timesource import TimeSource
+
+LOCAL_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
+SERVICES = ("openings", "rating", "pairing")
+RESULTS = (cm.GAME_RESULT_WHITE_WINS, cm.GAME_RESULT_DRAW, cm.GAME_RESULT_BLACK_WINS)
+
+
+@dataclass
+class Round:
+    """What the stand-in knows of one round of one tournament."""
+
+    expected: int | None = None
+    requests: list[ev.GameRequested] = field(default_factory=list)
+    first_request_at: float | None = None
+    last_request_at: float | None = None
+    results_acked_at: float | None = None
+    answered: bool = False
+
+
+class PlaySite:
+    """Reads the tournaments' requests and answers whole rounds at once, timing each transition."""
+
+    def __init__(self, bootstrap: str, rounds_to_play: int, seed: int) -> None:
+        self.bootstrap = bootstrap
+        self.rounds_to_play = rounds_to_play
+        self.rng = random.Random(seed)
+        self.rounds: dict[str, dict[int, Round]] = defaultdict(lambda: defaultdict(Round))
+        self.tournaments: set[str] = set()
+        self.completed: set[str] = set()
+        self.producer: AIOKafkaProducer | None = None
+        self.done = asyncio.Event()
+        self._answering: set[asyncio.Task[None]] = set()
+
+    async def run(self, ready: asyncio.Event) -> None:
+        """Consume game.requested and tournament.round_paired from their current end."""
+        self.producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=5, max_batch_size=512 << 10)
+        await self.producer.start()
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False,
+                                    max_partition_fetch_bytes=16 << 20, fetch_max_bytes=64 << 20)
+        await consumer.start()
+        try:
+            partitions = [TopicPartition(t.name, p) for t in (events.GAME_REQUESTED, events.ROUND_PAIRED)
+                          for p in sorted(consumer.partitions_for_topic(t.name) or ())]
+            consumer.assign(partitions)
+            await consumer.seek_to_end(*partitions)
+            for partition in partitions:
+                await consumer.position(partition)
+            ready.set()
+            while not self.done.is_set():
+                batches = await consumer.getmany(timeout_ms=50, max_records=10_000)
+                now = time.perf_counter()
+                for partition, records in batches.items():
+                    topic = events.topic_named(partition.topic)
+                    for record in records:
+                        self._on(topic.decode(record.value), now)
+        finally:
+            await consumer.stop()
+            for task in self._answering:
+                task.cancel()
+            await asyncio.gather(*self._answering, return_exceptions=True)
+            await self.producer.stop()
+
+    def _on(self, event: object, now: float) -> None:
+        if isinstance(event, ev.RoundPaired):
+            if event.tournament_id in self.tournaments:
+                current = self.rounds[event.tournament_id][event.round]
+                current.expected = sum(len(line.game_ids) for line in event.pairings)
+                self._maybe_answer(event.tournament_id, event.round)
+        elif isinstance(event, ev.GameRequested):
+            tournament_id, number = event.competition.id, event.competition.round
+            if tournament_id not in self.tournaments:
+                return
+            current = self.rounds[tournament_id][number]
+            current.requests.append(event)
+            current.first_request_at = current.first_request_at or now
+            current.last_request_at = now
+            self._maybe_answer(tournament_id, number)
+
+    def _maybe_answer(self, tournament_id: str, number: int) -> None:
+        current = self.rounds[tournament_id][number]
+        if current.answered or current.expected is None or len(current.requests) < current.expected:
+            return
+        current.answered = True
+        if number > self.rounds_to_play:
+            self.completed.add(tournament_id)
+            if self.completed >= self.tournaments:
+                self.done.set()
+            return
+        task = asyncio.create_task(self._answer(current))
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
+
+    async def _answer(self, current: Round) -> None:
+        """Open every game of the round, then publish every result; note the last acknowledgement."""
+        assert self.producer is not None
+        started = []
+        for request in current.requests:
+            event = ev.GameStarted(game_id=request.game_id, white_id=request.white_id, black_id=request.black_id,
+                                   competition=request.competition, variant=request.variant)
+            stamp_meta(event, "bench-playsite", datetime.now(UTC))
+            started.append(await self.producer.send(events.GAME_STARTED.name, event.SerializeToString(),
+                                                    key=request.game_id.encode()))
+        await asyncio.gather(*started)
+        finished = []
+        for request in current.requests:
+            event = ev.GameFinished(
+                game_id=request.game_id, competition=request.competition, variant=request.variant,
+                speed=request.speed, white_id=request.white_id, black_id=request.black_id,
+                result=self.rng.choice(RESULTS), termination=cm.TERMINATION_RESIGNATION, white_sat=True,
+                black_sat=True, rated=request.rated, plies=60,
+            )
+            stamp_meta(event, "bench-playsite", datetime.now(UTC))
+            finished.append(await self.producer.send(events.GAME_FINISHED.name, event.SerializeToString(),
+                                                     key=request.game_id.encode()))
+        await asyncio.gather(*finished)
+        current.results_acked_at = time.perf_counter()
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The q-quantile (nearest rank) of `values`."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))]
+
+
+def pairing_histogram(url: str) -> tuple[float, float]:
+    """(count, sum) of arbiter_pairing_seconds from the service's /metrics."""
+    count = total = 0.0
+    for line in urllib.request.urlopen(url, timeout=10).read().decode().splitlines():
+        if line.startswith("arbiter_pairing_seconds_count{"):
+            count += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("arbiter_pairing_seconds_sum{"):
+            total += float(line.rsplit(" ", 1)[1])
+    return count, total
+
+
+async def run(args: argparse.Namespace, stack: SystemStack) -> None:
+    clock = TimeSource(stack.time_scale, datetime.fromisoformat(stack.time_origin))
+    channel = grpc.aio.insecure_channel(stack.services["pairing"].grpc_address)
+    stub = tournament_pb2_grpc.TournamentServiceStub(channel)
+    site = PlaySite(stack.kafka_bootstrap, args.rounds, args.seed)
+    ready = asyncio.Event()
+    site_task = asyncio.create_task(site.run(ready))
+    await ready.wait()
+
+    # Every tournament starts at the same instant, once all the joins had time to land.
+    # T-4: never sooner than 5 minutes of competition time after creation.
+    starts_at = clock.now() + max(timedelta(minutes=5, seconds=30),
+                                  timedelta(seconds=args.join_budget * stack.time_scale))
+    settings = dict(
+        variant="italian", capacity=args.entrants, duration_minutes=24 * 60, rated=False,
+        time_control=cm.TimeControl(fischer=cm.FischerControl(base_seconds=180, increment_seconds=2)),
+        opening_mode=cm.OPENING_MODE_TABLE_UP_TO_2, starts_at=timestamp(starts_at),
+    )
+    run_id = uuid.uuid4().hex[:6]
+    limit = asyncio.Semaphore(64)
+    join_started = time.perf_counter()
+
+    async def open_tournament(index: int) -> str:
+        async with limit:
+            reply = await stub.CreateTournament(tp.CreateTournamentRequest(
+                actor=cm.Actor(player_id=f"bench-{run_id}-c{index}", kind=cm.ACCOUNT_KIND_REGISTERED),
+                settings=tp.TournamentSettings(name=f"Bench {index}", **settings)))
+        tournament_id = reply.tournament.id
+        site.tournaments.add(tournament_id)
+
+        async def join(number: int) -> None:
+            async with limit:
+                await stub.JoinTournament(tp.JoinTournamentRequest(
+                    actor=cm.Actor(player_id=f"bench-{run_id}-t{index}-p{number:03d}",
+                                   kind=cm.ACCOUNT_KIND_REGISTERED),
+                    tournament_id=tournament_id))
+
+        await asyncio.gather(*(join(n) for n in range(args.entrants)))
+        return tournament_id
+
+    tournament_ids = await asyncio.gather(*(open_tournament(i) for i in range(args.tournaments)))
+    joined = time.perf_counter() - join_started
+    joins = args.tournaments * args.entrants
+    print(f"setup                  {args.tournaments} tournaments x {args.entrants} entrants: {joins} joins in "
+          f"{joined:.1f} s ({joins / joined:.0f}/s)")
+    left = (starts_at - clock.now()).total_seconds() / stack.time_scale
+    if left < 0:
+        print(f"                       the joins outlasted --join-budget by {-left:.1f} s; some started early")
+    try:
+        await asyncio.wait_for(site.done.wait(), args.timeout)
+    except TimeoutError:
+        print(f"incomplete             not every tournament reached round {args.rounds + 1} within {args.timeout:.0f} s")
+    site.done.set()
+    await site_task
+    await channel.close()
+
+    transitions: list[float] = []
+    by_round: dict[int, list[float]] = defaultdict(list)
+    firsts: list[float] = []
+    for tournament_id in tournament_ids:
+        rounds = site.rounds[tournament_id]
+        for number in range(1, args.rounds + 1):
+            this, following = rounds.get(number), rounds.get(number + 1)
+            if this is None or following is None or this.results_acked_at is None:
+                continue
+            if following.last_request_at is None or following.expected != len(following.requests):
+                continue
+            transitions.append(following.last_request_at - this.results_acked_at)
+            firsts.append(following.first_request_at - this.results_acked_at)
+            by_round[number].append(transitions[-1])
+    count, total = pairing_histogram(stack.services["pairing"].metrics_url)
+
+    print(f"machine                {os.cpu_count()} cores; TIME_SCALE {stack.time_scale:g};"
+          f" PAIRING_PROCESSES {args.processes}; PAIRING_CONCURRENCY {args.concurrency}")
+    if not transitions:
+        print("no complete transition measured")
+        return
+    print(f"last result -> every GameRequested of the next round, {len(transitions)} transitions"
+          f" ({args.tournaments} tournaments x {args.rounds} rounds, {args.entrants // 2} games per round each):")
+    print(f"  p50 {quantile(transitions, 0.5):7.2f} s   p90 {quantile(transitions, 0.9):7.2f} s   "
+          f"p99 {quantile(transitions, 0.99):7.2f} s   max {max(transitions):7.2f} s   "
+          f"mean {statistics.fmean(transitions):.2f} s")
+    print(f"  (first GameRequested of the next round: p50 {quantile(firsts, 0.5):.2f} s, "
+          f"p99 {quantile(firsts, 0.99):.2f} s)")
+    for number, values in sorted(by_round.items()):
+        print(f"  round {number} -> {number + 1}: p50 {quantile(values, 0.5):7.2f} s   p99 {quantile(values, 0.99):7.2f} s"
+              f"   ({len(values)} tournaments)")
+    if count:
+        print(f"service pairing time   {count:.0f} rounds paired, mean {total / count:.2f} s from decision to commit"
+              f" (arbiter_pairing_seconds; opening draw, engine, save)")
+
+
+def main() -> None:
+    """Start the stack, run the benchmark, print the figures, stop everything."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tournaments", type=int, default=100)
+    parser.add_argument("--entrants", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3, help="transitions measured per tournament (1 -> 2, ...)")
+    parser.add_argument("--processes", type=int, default=2, help="PAIRING_PROCESSES of the service (engine workers)")
+    parser.add_argument("--concurrency", type=int, default=8, help="PAIRING_CONCURRENCY of the service")
+    parser.add_argument("--join-budget", type=float, default=120.0,
+                        help="real seconds the joins may take before every tournament starts")
+    parser.add_argument("--time-scale", type=float, default=10.0)
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--seed", type=int, default=2026)
+    args = parser.parse_args()
+
+    environ = dict(os.environ)
+    server = environ.get("DATABASE_URL") or (LOCAL_POSTGRES if postgres_reachable(LOCAL_POSTGRES) else "")
+    database = f"arbiter_bench_{uuid.uuid4().hex[:8]}"
+    if server:
+        environ["DATABASE_URL"] = asyncio.run(create_database(server, database))
+    extra = {"PAIRING_PROCESSES": str(args.processes), "PAIRING_CONCURRENCY": str(args.concurrency),
+             "DB_POOL_MAX": "20"}
+    with tempfile.TemporaryDirectory(prefix="bench-pairing-") as state, SystemStack(
+        Path(state), time_scale=args.time_scale, free_ports=True, environ=environ, extra_env=extra,
+        say=lambda line: print("  " + line),
+    ) as stack:
+        stack.start_infrastructure()
+        stack.start_services(SERVICES)
+        stack.wait_serving(timeout=120, names=SERVICES)
+        asyncio.run(run(args, stack))
+    if server:
+        asyncio.run(_drop(server, database))
+
+
+async def _drop(server: str, database: str) -> None:
+    connection = await asyncpg.connect(server)
+    try:
+        await connection.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    finally:
+        await connection.close()
+
+
+if __name__ == "__main__":
+    main()
