@@ -81,8 +81,7 @@ def subscribe(
         "auto_offset_reset": "earliest",
         "session_timeout_ms": settings.kafka_session_timeout_ms,
         "heartbeat_interval_ms": settings.kafka_heartbeat_interval_ms,
-        # A fetch waits at most this long for new records: every hop of a result -> pairing
-        # chain pays it, so keep it small (aiokafka's 500 ms default is for batch pipelines).
+        # A fetch waits at most this long for new records: every hop of a result -> pairing chain pays it.
         "fetch_max_wait_ms": settings.kafka_fetch_max_wait_ms,
         "decoder": _decoder(topic),
         "title": f"{group_id}:{topic.name}",

@@ -30,7 +30,9 @@ class KitSettings(BaseSettings):
     kafka_session_timeout_ms: int = Field(default=6000, ge=1000)
     kafka_heartbeat_interval_ms: int = Field(default=1000, ge=100)
     kafka_partitions: int = Field(default=4, ge=1)
-    kafka_fetch_max_wait_ms: int = Field(default=20, ge=0, le=5000)
+    # aiokafka's default; 20 ms cut every hop's latency but coincided with consumer groups that never
+    # got their partitions on tansu after a restart (issue 9 note): lower it only with that understood.
+    kafka_fetch_max_wait_ms: int = Field(default=500, ge=0, le=5000)
     db_pool_min: int = Field(default=1, ge=1)
     db_pool_max: int = Field(default=10, ge=1)
     grpc_grace_seconds: float = Field(default=5.0, ge=0)
