@@ -1,0 +1,163 @@
+"""Tournaments played to the end in-process, with the play-site stand-in on the real broker (T-2..T-22)."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+from datetime import timedelta
+
+import grpc
+import pytest
+from pairing_checks import assert_finished_as_the_rules_say
+from pairing_support import player, registered
+from playsite import Behaviour, PlaySite
+
+from arbiter.contracts import common_pb2 as common
+from arbiter.contracts import events_pb2 as ev
+from arbiter.contracts import tournament_pb2 as tp
+from arbiter.kit.events import timestamp
+
+
+@pytest.fixture(scope="module")
+async def site(infra_env, pairing):
+    play_site = PlaySite(infra_env["KAFKA_BOOTSTRAP_SERVERS"])
+    await play_site.start()
+    yield play_site
+    await play_site.stop()
+
+
+async def open_tournament(pairing, site, entrants: list[str], behaviour: Behaviour | None = None,
+                          **overrides) -> str:
+    values = dict(
+        name="Lifecycle", variant="international", capacity=40, duration_minutes=600,
+        time_control=common.TimeControl(fischer=common.FischerControl(base_seconds=60, increment_seconds=1)),
+        starts_at=timestamp(pairing.starts_in(5.2)),
+    )
+    values.update(overrides)
+    reply = await pairing.stub.CreateTournament(tp.CreateTournamentRequest(
+        actor=registered(player("creator")), settings=tp.TournamentSettings(**values)))
+    tournament_id = reply.tournament.id
+    site.follow(tournament_id, behaviour)
+    for p in entrants:
+        await pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(p), tournament_id=tournament_id,
+                                                                   invite_token=reply.invite_token))
+    return tournament_id
+
+
+def metric(pairing, name: str, **labels: str) -> float:
+    """One sample of the service's /metrics (0 when absent)."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{pairing.settings.metrics_port}/metrics").read().decode()
+    wanted = [f'{k}="{v}"' for k, v in labels.items()]
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(w in line for w in wanted):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+async def test_four_entrants_play_a_double_round_robin_watched_live(pairing, site) -> None:
+    """T-10: exactly 4 entrants always play double: 3 rounds, 6 games each, colours reversed (T-12, O-11)."""
+    entrants = [player("rr4") for _ in range(4)]
+    tournament_id = await open_tournament(pairing, site, entrants, Behaviour(seed=4),
+                                          variant="italian", opening_mode=common.OPENING_MODE_TABLE_UP_TO_1)
+    changes: list[tp.TournamentChange] = []
+
+    async def watch() -> None:
+        async for change in pairing.stub.WatchTournament(tp.WatchTournamentRequest(tournament_id=tournament_id)):
+            changes.append(change)
+
+    watcher = asyncio.create_task(watch())
+    log = await site.wait_end(tournament_id, timeout=90)
+    await asyncio.wait_for(watcher, 10)  # the stream ends with the tournament
+
+    assert log.started.format == "round_robin" and log.started.rounds == 3 and log.started.games_per_pairing == 2
+    pairings = await assert_finished_as_the_rules_say(pairing.stub, log, tournament_id)
+    for number, paired in log.rounds.items():
+        requests = [r[0] for r in log.requests.values() if r[0].competition.round == number]
+        assert len(requests) == 4 and len({r.opening.number for r in requests}) == 1  # O-10: one per round
+        for line in paired.pairings:
+            first, second = (log.requests[g][0] for g in line.game_ids)
+            assert (first.white_id, first.black_id) == (second.black_id, second.white_id)  # T-12
+            assert first.opening == second.opening  # O-11
+    per_player = {p: sum(1 for r in pairings.rounds for g in r.games if p in (g.white_id, g.black_id))
+                  for p in entrants}
+    assert set(per_player.values()) == {6}
+    kinds = [c.change for c in changes]
+    assert kinds[0] == "snapshot" and kinds[-1] == "finished"
+    assert kinds.count("round_paired") == 3 and kinds.count("result") == 12 and "started" in kinds
+    assert changes[-1].tournament.state == tp.TOURNAMENT_STATE_FINISHED
+
+
+async def test_absences_busy_forfeits_and_byes(pairing, site) -> None:
+    """T-8 byes; T-16 never sat (clock's flag decides, the play site's relay is ignored); T-18 busy forfeit,
+    never opened; T-19 both absent 0-0; T-20 nobody dropped."""
+    entrants = [player("abs") for _ in range(5)]
+    absent, busy = entrants[0], entrants[1]
+    ignored_before = metric(pairing, "arbiter_results_ignored_total", reason="already_scored")
+    await site.occupy(busy)  # T-18: in a casual game elsewhere for the whole tournament
+    tournament_id = await open_tournament(pairing, site, entrants, Behaviour(seed=5, absent=frozenset({absent})),
+                                          rated=False)
+    log = await site.wait_end(tournament_id, timeout=120)
+    pairings = await assert_finished_as_the_rules_say(pairing.stub, log, tournament_id)
+
+    assert log.started.format == "round_robin" and log.started.rounds == 5
+    assert sorted(r.bye_id for r in log.rounds.values()) == sorted(entrants)  # T-8, T-14: one bye each
+    games = [g for r in pairings.rounds for g in r.games]
+    busy_games = [g for g in games if busy in (g.white_id, g.black_id)]
+    assert len(busy_games) == 4  # T-20: still paired every round but the bye
+    for game in busy_games:
+        assert not game.opened and game.game_id not in log.requests  # never opened
+        assert game.termination == common.TERMINATION_BUSY_FORFEIT
+        assert log.pairing_results[game.game_id].termination == common.TERMINATION_BUSY_FORFEIT
+        loser_points = game.white_points if game.white_id == busy else game.black_points
+        if absent not in (game.white_id, game.black_id):
+            assert loser_points == 0 and game.white_points + game.black_points == 2
+    for game in games:
+        if absent in (game.white_id, game.black_id) and busy not in (game.white_id, game.black_id):
+            assert game.termination == common.TERMINATION_NEVER_SAT and not game.rated  # R-3
+            assert (game.white_points if game.white_id == absent else game.black_points) == 0
+    # The play site's GameFinished after each flag came second: counted, not applied.
+    flagged = sum(1 for d in log.decided.values() if d.source == "flagged")
+    assert flagged == 3
+    await asyncio.sleep(1)
+    assert metric(pairing, "arbiter_results_ignored_total", reason="already_scored") >= ignored_before + flagged
+
+
+async def test_a_result_for_an_unknown_game_or_twice_is_counted_and_ignored(pairing, site) -> None:
+    before_unknown = metric(pairing, "arbiter_results_ignored_total", reason="unknown_game")
+    ghost = ev.GameFinished(
+        game_id="t_000000000000-r1-b1-g1", white_id=player(), black_id=player(),
+        competition=common.CompetitionRef(kind=common.COMPETITION_KIND_TOURNAMENT, id="t_000000000000", round=1),
+        result=common.GAME_RESULT_WHITE_WINS, termination=common.TERMINATION_RESIGNATION,
+    )
+    await site.publish(ghost)
+    for _ in range(100):
+        if metric(pairing, "arbiter_results_ignored_total", reason="unknown_game") > before_unknown:
+            break
+        await asyncio.sleep(0.1)
+    assert metric(pairing, "arbiter_results_ignored_total", reason="unknown_game") == before_unknown + 1
+
+
+async def test_closed_by_its_duration_with_open_games_drawn(pairing, site) -> None:
+    """T-15: at the announced end + 10 minutes every open game is drawn and the tournament closes."""
+    entrants = [player("late") for _ in range(6)]
+    tournament_id = await open_tournament(pairing, site, entrants, Behaviour(hold=True), duration_minutes=1)
+    log = await site.wait_end(tournament_id, timeout=60)
+    await assert_finished_as_the_rules_say(pairing.stub, log, tournament_id)
+    assert len(log.rounds) == 1  # rounds not yet started are not played
+    drawn = list(log.pairing_results.values())
+    assert len(drawn) == 3 and all(e.termination == common.TERMINATION_CLOSED_AT_DEADLINE for e in drawn)
+    assert all(e.result == common.GAME_RESULT_DRAW for e in drawn)
+    t = await pairing.stub.GetTournament(tp.GetTournamentRequest(tournament_id=tournament_id))
+    assert t.state == tp.TOURNAMENT_STATE_FINISHED and "T-15" in t.finish_note
+    elapsed = t.finished_at.ToDatetime() - t.settings.starts_at.ToDatetime()
+    assert elapsed >= timedelta(minutes=11)
+
+
+async def test_cancelled_below_its_minimum(pairing, site) -> None:
+    """T-3: fewer than the minimum at the start time: the tournament cancels itself and frees the creator (A-2)."""
+    tournament_id = await open_tournament(pairing, site, [player("few") for _ in range(4)], minimum_entrants=5)
+    log = await site.wait_end(tournament_id, timeout=60)
+    assert log.cancelled is not None and "T-3" in log.cancelled.reason and log.started is None
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await pairing.stub.GetPairings(tp.GetPairingsRequest(tournament_id=tournament_id, round=1))
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND

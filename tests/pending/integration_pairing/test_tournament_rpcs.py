@@ -1,0 +1,215 @@
+"""TournamentService in-process on real PostgreSQL, Redis and Kafka: creation, entry, cancel, listing (A-1..A-3,
+T-1, T-3..T-6, R-2, R-4)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import grpc
+import pytest
+from pairing_support import player, registered
+
+from arbiter.contracts import common_pb2 as common
+from arbiter.contracts import tournament_pb2 as tp
+from arbiter.kit.events import timestamp
+
+
+def settings(pairing, **overrides) -> tp.TournamentSettings:
+    """Valid settings: a free-opening blitz tournament starting in 5.5 minutes of competition time."""
+    values = dict(
+        name="Friday blitz", variant="international",
+        time_control=common.TimeControl(fischer=common.FischerControl(base_seconds=180, increment_seconds=2)),
+        capacity=16, starts_at=timestamp(pairing.starts_in()), duration_minutes=120,
+    )
+    values.update(overrides)
+    return tp.TournamentSettings(**values)
+
+
+async def create(pairing, creator: str | None = None, **overrides) -> tp.CreateTournamentResponse:
+    return await pairing.stub.CreateTournament(tp.CreateTournamentRequest(
+        actor=registered(creator or player("creator")), settings=settings(pairing, **overrides)))
+
+
+async def refused(call, code: grpc.StatusCode, *needles: str) -> str:
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await call
+    assert info.value.code() == code, info.value.details()
+    for needle in needles:
+        assert needle in info.value.details(), info.value.details()
+    return info.value.details()
+
+
+async def test_create_returns_the_effective_settings_and_the_why(pairing) -> None:
+    """R-1 rated by default; defaults T-1 and T-3 filled; the speed from R-6; A-3 noted."""
+    reply = await create(pairing)
+    t = reply.tournament
+    assert t.state == tp.TOURNAMENT_STATE_SCHEDULED
+    assert t.settings.rated and t.settings.threshold == 7 and t.settings.minimum_entrants == 4
+    assert t.speed == common.SPEED_BLITZ  # 180 + 40 x 2 = 260 s < 8 min (R-6)
+    assert not reply.invite_token and t.entrants == 0
+    assert any("A-3" in note for note in t.notes)
+
+
+async def test_an_unratable_opening_makes_it_friendly_and_says_why(pairing) -> None:
+    """R-4: a table reaching class 3 without home and away is created friendly, with the reason."""
+    reply = await create(pairing, variant="italian", opening_mode=common.OPENING_MODE_TABLE_ALL)
+    assert not reply.tournament.settings.rated
+    assert "R-4" in reply.tournament.rated_note and "home and away" in reply.tournament.rated_note
+    again = await create(pairing, variant="italian", opening_mode=common.OPENING_MODE_TABLE_ALL, home_and_away=True)
+    assert again.tournament.settings.rated and not again.tournament.rated_note
+
+
+async def test_a_retried_create_returns_the_first_tournament(pairing) -> None:
+    creator = player("creator")
+    request = tp.CreateTournamentRequest(actor=registered(creator), settings=settings(pairing), request_id="r-1")
+    first, second = await asyncio.gather(pairing.stub.CreateTournament(request), pairing.stub.CreateTournament(request))
+    assert first.tournament.id == second.tournament.id
+
+
+async def test_concurrent_creates_by_one_person_exactly_one_succeeds(pairing) -> None:
+    """A-2: one live competition per creator, also under concurrency."""
+    creator = player("creator")
+    outcomes = await asyncio.gather(*(create(pairing, creator) for _ in range(8)), return_exceptions=True)
+    created = [o for o in outcomes if isinstance(o, tp.CreateTournamentResponse)]
+    refusals = [o for o in outcomes if isinstance(o, grpc.aio.AioRpcError)]
+    assert len(created) == 1 and len(refusals) == 7
+    assert all(r.code() == grpc.StatusCode.FAILED_PRECONDITION and "A-2" in r.details() for r in refusals)
+    # Cancelling frees the slot (A-2).
+    await pairing.stub.CancelTournament(tp.CancelTournamentRequest(
+        actor=registered(creator), tournament_id=created[0].tournament.id))
+    await create(pairing, creator)
+
+
+async def test_join_withdraw_capacity_and_one_seat(pairing) -> None:
+    """T-3 capacity, one seat per player, T-6 withdrawal before the start."""
+    t = (await create(pairing, capacity=4)).tournament
+    players = [player() for _ in range(5)]
+    for index, p in enumerate(players[:4], start=1):
+        reply = await pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(p), tournament_id=t.id))
+        assert reply.entrants == index
+    await refused(pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(players[0]),
+                                                                       tournament_id=t.id)),
+                  grpc.StatusCode.ALREADY_EXISTS, "one seat")
+    await refused(pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(players[4]),
+                                                                       tournament_id=t.id)),
+                  grpc.StatusCode.FAILED_PRECONDITION, "full", "T-3")
+    left = await pairing.stub.WithdrawTournament(tp.WithdrawTournamentRequest(actor=registered(players[0]),
+                                                                              tournament_id=t.id))
+    assert left.entrants == 3
+    standings = await pairing.stub.GetStandings(tp.GetStandingsRequest(tournament_id=t.id))
+    assert players[0] not in {row.player_id for row in standings.rows}  # T-6: gone at once
+
+
+async def test_concurrent_joins_never_exceed_capacity(pairing) -> None:
+    t = (await create(pairing, capacity=5)).tournament
+    outcomes = await asyncio.gather(*(
+        pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(player()), tournament_id=t.id))
+        for _ in range(12)), return_exceptions=True)
+    assert sum(isinstance(o, tp.JoinTournamentResponse) for o in outcomes) == 5
+    assert await pairing.db.fetchval("SELECT count(*) FROM entrants WHERE tournament_id = $1", t.id) == 5
+
+
+async def test_guests_and_bots_neither_create_nor_join(pairing) -> None:
+    """A-1."""
+    t = (await create(pairing)).tournament
+    for kind, name in ((common.ACCOUNT_KIND_GUEST, "guest"), (common.ACCOUNT_KIND_BOT, "bot")):
+        actor = common.Actor(player_id=player(name), kind=kind)
+        await refused(pairing.stub.CreateTournament(tp.CreateTournamentRequest(actor=actor,
+                                                                               settings=settings(pairing))),
+                      grpc.StatusCode.PERMISSION_DENIED, "A-1")
+        await refused(pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=actor, tournament_id=t.id)),
+                      grpc.StatusCode.PERMISSION_DENIED, "A-1")
+
+
+async def test_minimum_rating_is_checked_for_the_variant_and_speed(pairing) -> None:
+    """R-2: the rating service decides who may enter a rated tournament with a minimum."""
+    t = (await create(pairing, minimum_rating=1600)).tournament
+    strong, weak = player("strong"), player("weak")
+    pairing.ratings.ratings[strong] = 1650.0
+    pairing.ratings.ratings[weak] = 1599.0
+    await pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(strong), tournament_id=t.id))
+    await refused(pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(weak), tournament_id=t.id)),
+                  grpc.StatusCode.FAILED_PRECONDITION, "1599", "1600", "R-2")
+
+
+async def test_private_entry_needs_the_password_or_the_invite_link(pairing) -> None:
+    """T-5: only the password's hash is stored; the invite token also lets people in."""
+    creator = player("creator")
+    reply = await create(pairing, creator, private=True, password="s3cret")
+    t, token = reply.tournament, reply.invite_token
+    assert token and not t.settings.password
+    stored = await pairing.db.fetchval("SELECT password_hash FROM tournaments WHERE id = $1", t.id)
+    assert stored.startswith("scrypt$") and "s3cret" not in stored
+
+    def join(p, **credentials):
+        return pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(p), tournament_id=t.id,
+                                                                    **credentials))
+
+    await refused(join(player()), grpc.StatusCode.PERMISSION_DENIED, "private", "T-5")
+    await refused(join(player(), password="guess"), grpc.StatusCode.PERMISSION_DENIED, "wrong password")
+    await refused(join(player(), invite_token="nope"), grpc.StatusCode.PERMISSION_DENIED, "invite")
+    await join(player(), password="s3cret")
+    await join(player(), invite_token=token)
+    await join(creator)  # A-3: the creator joins like anyone (and has the link anyway)
+    listed = await pairing.stub.ListUpcomingTournaments(tp.ListUpcomingTournamentsRequest(
+        page=common.PageRequest(page_size=100)))
+    assert t.id not in {x.id for x in listed.tournaments}  # private ones are not listed
+
+
+async def test_cancel_by_creator_only_before_the_start(pairing) -> None:
+    """T-4."""
+    creator = player("creator")
+    t = (await create(pairing, creator)).tournament
+    await refused(pairing.stub.CancelTournament(tp.CancelTournamentRequest(actor=registered(player()),
+                                                                           tournament_id=t.id)),
+                  grpc.StatusCode.PERMISSION_DENIED, "only the creator", "T-4")
+    reply = await pairing.stub.CancelTournament(tp.CancelTournamentRequest(actor=registered(creator),
+                                                                           tournament_id=t.id))
+    assert reply.tournament.state == tp.TOURNAMENT_STATE_CANCELLED and "T-4" in reply.tournament.cancel_reason
+    await refused(pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(player()),
+                                                                       tournament_id=t.id)),
+                  grpc.StatusCode.FAILED_PRECONDITION, "cancelled")
+    timers = await pairing.db.fetchval("SELECT count(*) FROM timers WHERE timer_id LIKE $1", f"{t.id}/%")
+    assert timers == 0
+
+
+async def test_list_upcoming_pages_through_public_tournaments(pairing) -> None:
+    variant = "spanish"
+    ids = []
+    for minutes in (30, 10, 20):
+        reply = await create(pairing, variant=variant, starts_at=timestamp(pairing.starts_in(minutes)))
+        ids.append(reply.tournament.id)
+    seen, token = [], ""
+    while True:
+        page = await pairing.stub.ListUpcomingTournaments(tp.ListUpcomingTournamentsRequest(
+            variant=variant, page=common.PageRequest(page_size=2, page_token=token)))
+        seen.extend(t.id for t in page.tournaments)
+        token = page.next_page_token
+        if not token:
+            break
+    mine = [i for i in seen if i in ids]
+    assert mine == [ids[1], ids[2], ids[0]]  # soonest first
+    await refused(pairing.stub.ListUpcomingTournaments(tp.ListUpcomingTournamentsRequest(
+        page=common.PageRequest(page_token="garbage"))), grpc.StatusCode.INVALID_ARGUMENT, "page_token")
+
+
+async def test_after_the_start_nobody_joins_leaves_or_cancels(pairing) -> None:
+    """T-6 and T-4: registration, withdrawal and cancelling close when the start time comes."""
+    creator = player("creator")
+    t = (await create(pairing, creator, starts_at=timestamp(pairing.starts_in(5.1)), duration_minutes=600)).tournament
+    entrants = [player() for _ in range(4)]
+    for p in entrants:
+        await pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(p), tournament_id=t.id))
+    await asyncio.sleep(timedelta(minutes=5.3).total_seconds() / pairing.clock.scale)
+    details = await refused(
+        pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(player()), tournament_id=t.id)),
+        grpc.StatusCode.FAILED_PRECONDITION, "T-6")
+    assert "joining closed when round 1 started" in details
+    await refused(pairing.stub.WithdrawTournament(tp.WithdrawTournamentRequest(actor=registered(entrants[0]),
+                                                                               tournament_id=t.id)),
+                  grpc.StatusCode.FAILED_PRECONDITION, "withdrawal closed", "T-6")
+    await refused(pairing.stub.CancelTournament(tp.CancelTournamentRequest(actor=registered(creator),
+                                                                           tournament_id=t.id)),
+                  grpc.StatusCode.FAILED_PRECONDITION, "nobody can cancel", "T-4")
+    assert await pairing.db.fetchval("SELECT count(*) FROM entrants WHERE tournament_id = $1", t.id) == 4
