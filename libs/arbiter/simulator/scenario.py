@@ -37,9 +37,9 @@ log = logging.getLogger(__name__)
 # T-4: a tournament starts 5 minutes after creation at the earliest; the margin absorbs a slow call
 # on a loaded machine (90 s of competition time is 1.5 s of wall time at 60x).
 TOURNAMENT_LEAD_SECONDS = 390
-# gRPC codes that mean "this service is not there yet": the part is skipped, not failed. The kit
-# answers INTERNAL for the generated servicer's NotImplementedError, so a skeleton service says INTERNAL.
-_NOT_READY = (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL)
+# gRPC codes that mean "this service is not there yet": the part is skipped, not failed. INTERNAL is
+# a real failure (the kit answers UNIMPLEMENTED for a method a service does not implement).
+_NOT_READY = (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.UNAVAILABLE)
 
 
 @dataclass(frozen=True)
