@@ -7,25 +7,14 @@ from typing import Any, Final
 
 from arbiter.clocks.speed import Speed
 from arbiter.competition.arena import ArenaResult, LeaderboardRow
-from arbiter.competition.types import AccountKind
 from arbiter.contracts import arena_pb2 as ap
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
+from arbiter.kit.convert import ACCOUNT_KIND as ACCOUNT_KIND  # noqa: PLC0414 (the servicer's name for it)
+from arbiter.kit.convert import SPEED_TO_PROTO
 from arbiter.kit.events import timestamp
 from services.arena.hot import BoardRow
 
-SPEED_TO_PROTO: Final = {
-    Speed.BULLET: common.SPEED_BULLET,
-    Speed.BLITZ: common.SPEED_BLITZ,
-    Speed.RAPID: common.SPEED_RAPID,
-    Speed.CLASSICAL: common.SPEED_CLASSICAL,
-    Speed.CORRESPONDENCE: common.SPEED_CORRESPONDENCE,
-}
-ACCOUNT_KIND: Final = {
-    common.ACCOUNT_KIND_REGISTERED: AccountKind.REGISTERED,
-    common.ACCOUNT_KIND_GUEST: AccountKind.GUEST,
-    common.ACCOUNT_KIND_BOT: AccountKind.BOT,
-}
 RESULT: Final = {
     common.GAME_RESULT_WHITE_WINS: ArenaResult.WHITE_WON,
     common.GAME_RESULT_BLACK_WINS: ArenaResult.BLACK_WON,

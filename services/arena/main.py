@@ -14,7 +14,6 @@ from pathlib import Path
 from arbiter.contracts import arena_pb2_grpc
 from arbiter.kit import events
 from arbiter.kit.creators import ensure_creator_registry
-from arbiter.kit.grpcclient import open_channel
 from arbiter.kit.grpcserver import GrpcService
 from arbiter.kit.kafka import subscribe
 from arbiter.kit.logs import configure_logging
@@ -42,10 +41,10 @@ async def serve(settings: ArenaSettings, stop: asyncio.Event | None = None) -> N
     await ensure_creator_registry(infra.pool)
     metrics = ArenaMetrics.create(infra.metrics)
     # Without a rating service the arena still pairs, by leaderboard rank only.
-    rating_channel = open_channel(settings.rating_grpc_addr) if settings.rating_grpc_addr else None
+    rating_channel = infra.open_channel(settings.rating_grpc_addr) if settings.rating_grpc_addr else None
     ratings = RatingCache(rating_channel, settings.rating_timeout_seconds, settings.rating_retry_seconds)
     hot = HotStore(infra.redis)
-    hub = WatchHub(infra.redis)
+    hub = WatchHub(infra.redis, max_queued=settings.watch_max_queued, max_watchers=settings.watch_max_watchers)
     lifecycle = Lifecycle(infra.outbox, hot, infra.time_source)
     matchmaker = Matchmaker(infra.pool, hot, infra.outbox, infra.time_source, ratings, hub, lifecycle, metrics,
                             settings)
@@ -62,6 +61,8 @@ async def serve(settings: ArenaSettings, stop: asyncio.Event | None = None) -> N
         GrpcService(
             "arbiter.contracts.ArenaService",
             lambda server: arena_pb2_grpc.add_ArenaServiceServicer_to_server(servicer, server),
+            # Issue 10: the calls a person could spam take from their rate-limit bucket.
+            rate_limited=frozenset({"CreateArena", "JoinArena", "LeaveArena", "Boost"}),
         )
     ]
     try:

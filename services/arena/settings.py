@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from arbiter.kit.settings import KitSettings
+from arbiter.kit.settings import WatchSettings
 
 
-class ArenaSettings(KitSettings):
-    """The arena service's settings; the kit's fields plus its own defaults."""
+class ArenaSettings(WatchSettings):
+    """The arena service's settings; the kit's fields (with Watch limits) plus its own defaults."""
 
     grpc_port: int = 50053
     metrics_port: int = 9103
@@ -25,7 +25,5 @@ class ArenaSettings(KitSettings):
     lease_renew_seconds: float = Field(default=0.5, gt=0)
     # An owned arena is re-paired at least this often (real seconds), for AR-3 cooldowns running out.
     tick_seconds: float = Field(default=0.25, gt=0)
-    # A Watch stream ends after this many real seconds; the client reconnects.
-    watch_max_seconds: float = Field(default=3600.0, gt=0)
     # Events per batch from game.finished and game.move_made.
     result_batch_size: int = Field(default=500, ge=1)

@@ -154,9 +154,8 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
 
         REJECTED charges the claimant's clock with the whole time the claim took (it may empty
         it: a loss on time, TB-4). UNRESOLVED and APPEALED stop both clocks. APPEALED with no
-        claim pending is a player's appeal of a past decision (both clocks stop). The claimant
-        cannot decide their own claim; who else may (the tournament's arbiter) is the play
-        site's to check.
+        claim pending is a player's appeal of a past decision (both clocks stop). Neither player
+        decides a claim; the play site checks that the acting account is the event's arbiter.
         """
         game_id = _game_id(request)
         player_id = _actor_id(request.actor, "resolve a claim")
@@ -184,6 +183,10 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
                     raise FailedPrecondition(f"game {game_id}: no claim or appeal is pending (TB-7)")
                 if record.meta.player(claim.claimant) == player_id:
                     raise PermissionDenied(f"{player_id} filed this {claim.kind}; a claimant cannot decide it (TB-7)")
+                if record.meta.side_of(player_id) is not None:
+                    # A player acts only for themselves: the opponent deciding the claim would judge their own case.
+                    raise PermissionDenied(
+                        f"{player_id} plays game {game_id}; only an arbiter decides its {claim.kind} (TB-7)")
                 if decision == cp.CLAIM_DECISION_UNRESOLVED:
                     record.clock = clock.escalate_claim(now_s)
                     return "unresolved"

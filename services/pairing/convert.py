@@ -8,24 +8,14 @@ from typing import Any, Final
 from arbiter.clocks.speed import Speed
 from arbiter.competition.standings import StandingRow
 from arbiter.competition.tournament_flow import Ending, Verdict
-from arbiter.competition.types import AccountKind, Format, OpeningMode
+from arbiter.competition.types import Format, OpeningMode
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import tournament_pb2 as tp
+from arbiter.kit.convert import ACCOUNT_KIND as ACCOUNT_KIND  # noqa: PLC0414 (the servicer's name for it)
+from arbiter.kit.convert import SPEED_TO_PROTO
 from arbiter.kit.events import timestamp
 
-SPEED_TO_PROTO: Final = {
-    Speed.BULLET: common.SPEED_BULLET,
-    Speed.BLITZ: common.SPEED_BLITZ,
-    Speed.RAPID: common.SPEED_RAPID,
-    Speed.CLASSICAL: common.SPEED_CLASSICAL,
-    Speed.CORRESPONDENCE: common.SPEED_CORRESPONDENCE,
-}
-ACCOUNT_KIND: Final = {
-    common.ACCOUNT_KIND_REGISTERED: AccountKind.REGISTERED,
-    common.ACCOUNT_KIND_GUEST: AccountKind.GUEST,
-    common.ACCOUNT_KIND_BOT: AccountKind.BOT,
-}
 OPENING_MODE: Final = {
     common.OPENING_MODE_UNSPECIFIED: OpeningMode.FREE,
     common.OPENING_MODE_FREE: OpeningMode.FREE,

@@ -50,7 +50,7 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
         if settings.pairing_processes else None
     )
     busy = BusyRegistry(infra.redis, settings.busy_ttl_seconds)
-    hub = WatchHub(infra.redis)
+    hub = WatchHub(infra.redis, max_queued=settings.watch_max_queued, max_watchers=settings.watch_max_watchers)
     ratings = RatingsClient(rating_channel, settings.call_timeout_seconds)
     director = Director(
         infra.pool, infra.outbox, infra.time_source, OpeningsClient(openings_channel, settings.call_timeout_seconds),
@@ -72,6 +72,9 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
         GrpcService(
             "arbiter.contracts.TournamentService",
             lambda server: tournament_pb2_grpc.add_TournamentServiceServicer_to_server(servicer, server),
+            # Issue 10: the calls a person could spam take from their rate-limit bucket.
+            rate_limited=frozenset({"CreateTournament", "JoinTournament", "WithdrawTournament", "CancelTournament",
+                                   "RevokeInvite"}),
         )
     ]
     try:

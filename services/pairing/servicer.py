@@ -435,6 +435,32 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
             tournament=tournament_message(fresh, await store.entrant_count(self.pool, row["id"]))
         )
 
+    async def RevokeInvite(  # noqa: N802 (gRPC method name)
+        self, request: tp.RevokeInviteRequest, context: Any
+    ) -> tp.RevokeInviteResponse:
+        """The creator kills the private tournament's invite link, optionally issuing a new one (T-5)."""
+        player = _actor(request.actor, "organise competitions")
+        row = await self._tournament(request.tournament_id)
+
+        def check(current: Any) -> None:
+            if current["creator_id"] != player:
+                raise PermissionDenied(
+                    f"only the creator of tournament {current['id']} can revoke its invite link, not {player}"
+                )
+            if not current["private"]:
+                raise FailedPrecondition(f"tournament {current['id']} is public: it has no invite link (T-5)")
+            if current["state"] != "scheduled":
+                raise FailedPrecondition(
+                    f"tournament {current['id']} is {current['state']}: nobody can join it any more (T-6)"
+                )
+
+        check(row)
+        new_token = secrets.token_urlsafe(24) if request.issue_new else None
+        async with self.pool.acquire() as connection, connection.transaction():
+            check(await store.tournament(connection, row["id"], lock=True))
+            await connection.execute("UPDATE tournaments SET invite_token = $2 WHERE id = $1", row["id"], new_token)
+        return tp.RevokeInviteResponse(invite_token=new_token or "")
+
     # -- live ------------------------------------------------------------------------------------
 
     async def WatchTournament(  # noqa: N802 (gRPC method name)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from arbiter.kit.settings import KitSettings
+from arbiter.kit.settings import WatchSettings
 
 
-class PairingSettings(KitSettings):
-    """The pairing service's settings; the kit's fields plus its own defaults."""
+class PairingSettings(WatchSettings):
+    """The pairing service's settings; the kit's fields (with Watch limits) plus its own defaults."""
 
     grpc_port: int = 50051
     metrics_port: int = 9101
@@ -24,8 +24,6 @@ class PairingSettings(KitSettings):
     pairing_concurrency: int = Field(default=4, ge=1)
     # Processes for the Swiss engine (CPU bound); 0 pairs in a thread of this process.
     pairing_processes: int = Field(default=0, ge=0)
-    # A Watch stream ends after this many real seconds; the client reconnects.
-    watch_max_seconds: float = Field(default=3600.0, gt=0)
     # Real seconds a player stays "playing" in the busy registry without news of the game (T-18).
     busy_ttl_seconds: int = Field(default=86400, ge=60)
     # Events per batch from game.finished and game.started.

@@ -1,55 +1,21 @@
-"""Live changes of one tournament: a Redis pub/sub channel each, published after every commit.
+"""Live changes of one tournament: TournamentChange messages over the kit's Watch hub (arbiter.kit.watch).
 
 Any replica may serve WatchTournament for changes committed by another one.
 """
 
 from __future__ import annotations
 
-import logging
-import time
-
-import redis.asyncio as aioredis
-from redis.exceptions import RedisError
-
 from arbiter.contracts import tournament_pb2 as tp
-
-log = logging.getLogger(__name__)
-_CHANNEL = "pairing:watch:"
-# Changes after which the tournament never changes again: the stream ends.
-FINAL_CHANGES = frozenset({"finished", "cancelled"})
+from arbiter.kit import watch
+from arbiter.kit.watch import FINAL_CHANGES as FINAL_CHANGES  # noqa: PLC0414 (the servicer's name for it)
 
 
-class Subscription:
-    """The changes of one tournament from the moment of subscribing, for a bounded time."""
+class WatchHub(watch.WatchHub[tp.TournamentChange]):
+    """Publishes and subscribes to TournamentChange messages, a channel per tournament."""
 
-    def __init__(self, pubsub: aioredis.client.PubSub, max_seconds: float) -> None:
-        self._pubsub = pubsub
-        self._deadline = time.monotonic() + max_seconds
-
-    async def next(self) -> tp.TournamentChange | None:
-        """The next change, or None when the time limit is reached."""
-        while (left := self._deadline - time.monotonic()) > 0:
-            message = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=min(left, 1.0))
-            if message is None or message.get("type") != "message":
-                continue
-            change = tp.TournamentChange()
-            change.ParseFromString(message["data"])
-            return change
-        return None
-
-    async def close(self) -> None:
-        """Leave the channel."""
-        try:
-            await self._pubsub.unsubscribe()
-        finally:
-            await self._pubsub.aclose()
-
-
-class WatchHub:
-    """Publishes and subscribes to TournamentChange messages."""
-
-    def __init__(self, redis: aioredis.Redis) -> None:
-        self.redis = redis
+    channel_prefix = "pairing:watch:"
+    message_type = tp.TournamentChange
+    noun = "tournament"
 
     async def publish(self, tournament_id: str, change: str, *, round_number: int = 0,
                       game: tp.GameRecord | None = None) -> None:
@@ -58,27 +24,14 @@ class WatchHub:
         message.tournament.id = tournament_id
         if game is not None:
             message.game.CopyFrom(game)
-        try:
-            await self.redis.publish(_CHANNEL + tournament_id, message.SerializeToString())
-        except (RedisError, OSError) as error:
-            log.warning("watch publish failed", extra={"tournament_id": tournament_id, "error": repr(error)})
+        await self.publish_message(tournament_id, message)
 
     async def publish_results(self, games: list[tuple[str, tp.GameRecord]]) -> None:
         """Announce many committed results at once, (tournament id, game) each, in one round trip."""
-        if not games:
-            return
-        try:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for tournament_id, game in games:
-                    message = tp.TournamentChange(change="result", round=game.round, game=game)
-                    message.tournament.id = tournament_id
-                    pipe.publish(_CHANNEL + tournament_id, message.SerializeToString())
-                await pipe.execute()
-        except (RedisError, OSError) as error:
-            log.warning("watch publish failed", extra={"results": len(games), "error": repr(error)})
+        await self.publish_messages((tournament, _result_change(tournament, game)) for tournament, game in games)
 
-    async def subscribe(self, tournament_id: str, max_seconds: float) -> Subscription:
-        """Start listening to one tournament's changes (returns once subscribed)."""
-        pubsub = self.redis.pubsub()
-        await pubsub.subscribe(_CHANNEL + tournament_id)
-        return Subscription(pubsub, max_seconds)
+
+def _result_change(tournament_id: str, game: tp.GameRecord) -> tp.TournamentChange:
+    message = tp.TournamentChange(change="result", round=game.round, game=game)
+    message.tournament.id = tournament_id
+    return message

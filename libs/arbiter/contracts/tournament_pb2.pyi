@@ -169,6 +169,22 @@ class CancelTournamentResponse(_message.Message):
     tournament: Tournament
     def __init__(self, tournament: _Optional[_Union[Tournament, _Mapping]] = ...) -> None: ...
 
+class RevokeInviteRequest(_message.Message):
+    __slots__ = ("actor", "tournament_id", "issue_new")
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    TOURNAMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ISSUE_NEW_FIELD_NUMBER: _ClassVar[int]
+    actor: _common_pb2.Actor
+    tournament_id: str
+    issue_new: bool
+    def __init__(self, actor: _Optional[_Union[_common_pb2.Actor, _Mapping]] = ..., tournament_id: _Optional[str] = ..., issue_new: _Optional[bool] = ...) -> None: ...
+
+class RevokeInviteResponse(_message.Message):
+    __slots__ = ("invite_token",)
+    INVITE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    invite_token: str
+    def __init__(self, invite_token: _Optional[str] = ...) -> None: ...
+
 class GetStandingsRequest(_message.Message):
     __slots__ = ("tournament_id",)
     TOURNAMENT_ID_FIELD_NUMBER: _ClassVar[int]

@@ -59,6 +59,11 @@ class TournamentServiceStub:
                 request_serializer=arbiter_dot_contracts_dot_tournament__pb2.CancelTournamentRequest.SerializeToString,
                 response_deserializer=arbiter_dot_contracts_dot_tournament__pb2.CancelTournamentResponse.FromString,
                 _registered_method=True)
+        self.RevokeInvite = channel.unary_unary(
+                '/arbiter.contracts.TournamentService/RevokeInvite',
+                request_serializer=arbiter_dot_contracts_dot_tournament__pb2.RevokeInviteRequest.SerializeToString,
+                response_deserializer=arbiter_dot_contracts_dot_tournament__pb2.RevokeInviteResponse.FromString,
+                _registered_method=True)
         self.GetStandings = channel.unary_unary(
                 '/arbiter.contracts.TournamentService/GetStandings',
                 request_serializer=arbiter_dot_contracts_dot_tournament__pb2.GetStandingsRequest.SerializeToString,
@@ -114,6 +119,14 @@ class TournamentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RevokeInvite(self, request, context):
+        """The creator revokes the invite link of a private tournament (issue 10), getting a new one unless
+        `issue_new` is false; entrants who joined with the old link keep their seats.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetStandings(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -165,6 +178,11 @@ def add_TournamentServiceServicer_to_server(servicer, server):
                     servicer.CancelTournament,
                     request_deserializer=arbiter_dot_contracts_dot_tournament__pb2.CancelTournamentRequest.FromString,
                     response_serializer=arbiter_dot_contracts_dot_tournament__pb2.CancelTournamentResponse.SerializeToString,
+            ),
+            'RevokeInvite': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeInvite,
+                    request_deserializer=arbiter_dot_contracts_dot_tournament__pb2.RevokeInviteRequest.FromString,
+                    response_serializer=arbiter_dot_contracts_dot_tournament__pb2.RevokeInviteResponse.SerializeToString,
             ),
             'GetStandings': grpc.unary_unary_rpc_method_handler(
                     servicer.GetStandings,
@@ -322,6 +340,33 @@ class TournamentService:
             '/arbiter.contracts.TournamentService/CancelTournament',
             arbiter_dot_contracts_dot_tournament__pb2.CancelTournamentRequest.SerializeToString,
             arbiter_dot_contracts_dot_tournament__pb2.CancelTournamentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeInvite(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/arbiter.contracts.TournamentService/RevokeInvite',
+            arbiter_dot_contracts_dot_tournament__pb2.RevokeInviteRequest.SerializeToString,
+            arbiter_dot_contracts_dot_tournament__pb2.RevokeInviteResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -56,6 +57,8 @@ class SystemStack:
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     extra_env: Mapping[str, str] = field(default_factory=dict)
     say: Callable[[str], None] = print
+    # Service tokens on (issue 10): without AUTH_KEYS in the environment, a key is made for this run.
+    auth: bool = False
     kafka_bootstrap: str = ""
     redis_url: str = ""
     database_url: str = ""
@@ -63,6 +66,24 @@ class SystemStack:
     services: dict[str, ServiceProcess] = field(default_factory=dict)
     _infra: list[ManagedProcess] = field(default_factory=list)
     _postgres: EmbeddedPostgres | None = None
+    _generated_key: str = ""
+
+    @property
+    def auth_signing_key(self) -> str:
+        """The `id:secret` a client of this system signs its service tokens with; "" when auth is off."""
+        return self.environ.get("AUTH_SIGNING_KEY", "") or self._generated_key
+
+    def _auth_env(self) -> dict[str, str]:
+        if not self.auth or self.environ.get("AUTH_KEYS"):
+            return {}
+        if not self._generated_key:
+            self._generated_key = f"dev:{secrets.token_urlsafe(32)}"
+            key_file = self.state_dir / "auth-signing-key"
+            key_file.parent.mkdir(parents=True, exist_ok=True)
+            key_file.touch(mode=0o600)
+            key_file.write_text(self._generated_key + "\n")
+            self.say(f"service tokens required; this run's signing key is in {key_file}")
+        return {"AUTH_KEYS": self._generated_key, "AUTH_SIGNING_KEY": self._generated_key}
 
     @property
     def log_dir(self) -> Path:
@@ -116,6 +137,7 @@ class SystemStack:
             env["TIME_ORIGIN"] = self.time_origin
         for other in self.services.values():
             env[f"{other.name.upper()}_GRPC_ADDR"] = other.grpc_address
+        env.update(self._auth_env())
         env.update(self.extra_env)
         return env
 

@@ -52,6 +52,10 @@ class Unauthenticated(ServiceError):
 
 
 class ResourceExhausted(ServiceError):
-    """A limit was reached; retry later."""
+    """A limit was reached; retry later (after `retry_after_ms` when known)."""
 
     code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    def __init__(self, message: str, retry_after_ms: int = 0) -> None:
+        super().__init__(message)
+        self.retry_after_ms = retry_after_ms

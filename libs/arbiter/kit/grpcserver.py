@@ -13,8 +13,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from arbiter.kit.auth import AuthInterceptor, ServiceKey
-from arbiter.kit.errors import InvalidArgument, ServiceError
+from arbiter.kit.errors import InvalidArgument, ResourceExhausted, ServiceError
 from arbiter.kit.metrics import Metrics
+from arbiter.kit.ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +24,8 @@ _CLIENT_ERRORS = {
     grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED,
     grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.OUT_OF_RANGE,
 }
+# Trailing metadata of a RESOURCE_EXHAUSTED refusal: how long the caller should wait before retrying.
+RETRY_AFTER_METADATA = "retry-after-ms"
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,8 @@ class GrpcService:
 
     full_name: str
     add_to_server: Callable[[grpc.aio.Server], None]
+    # Methods people can spam (Create, Join, Leave): each call takes from the acting player's bucket.
+    rate_limited: frozenset[str] = frozenset()
 
 
 class _Call:
@@ -42,6 +47,8 @@ class _Call:
         self.started = time.perf_counter()
 
     async def fail(self, error: Exception, context: grpc.aio.ServicerContext) -> None:
+        if isinstance(error, ResourceExhausted) and error.retry_after_ms:
+            context.set_trailing_metadata(((RETRY_AFTER_METADATA, str(error.retry_after_ms)),))
         if isinstance(error, ServiceError):
             await context.abort(error.code, error.message)
         if isinstance(error, ValueError):
@@ -88,10 +95,13 @@ def nul_field(message: Any, prefix: str = "") -> str | None:
 
 
 class ServiceInterceptor(grpc.aio.ServerInterceptor):
-    """Turns ServiceError/ValueError into status codes with their message, and times every call."""
+    """Turns ServiceError/ValueError into status codes with their message, times every call, applies rate limits."""
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, metrics: Metrics, limiter: RateLimiter | None = None,
+                 rate_limited: frozenset[str] = frozenset()) -> None:
         self.metrics = metrics
+        self.limiter = limiter
+        self.rate_limited = rate_limited
 
     async def intercept_service(self, continuation: Any, handler_call_details: Any) -> Any:
         """Wrap unary-unary and unary-stream handlers."""
@@ -100,6 +110,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             return None
         method = handler_call_details.method.rsplit("/", 1)[-1]
         metrics = self.metrics
+        limiter = self.limiter if method in self.rate_limited else None
         if handler.unary_unary is not None:
             inner = handler.unary_unary
 
@@ -107,6 +118,8 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
                 call = _Call(metrics, method)
                 try:
                     _refuse_nul(request)
+                    if limiter is not None:
+                        await _take_rate_limit(limiter, request, method)
                     return await inner(request, context)
                 except grpc.aio.AbortError:
                     raise
@@ -142,6 +155,14 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         return handler
 
 
+async def _take_rate_limit(limiter: RateLimiter, request: Any, method: str) -> None:
+    # Calls without an acting player are refused by the servicer itself; nothing to count them against.
+    actor = getattr(request, "actor", None)
+    player_id = getattr(actor, "player_id", "")
+    if player_id:
+        await limiter.check(player_id, method)
+
+
 def _refuse_nul(request: Any) -> None:
     field = nul_field(request)
     if field is not None:
@@ -151,12 +172,17 @@ def _refuse_nul(request: Any) -> None:
 async def start_grpc_server(
     host: str, port: int, services: Sequence[GrpcService], metrics: Metrics,
     max_message_bytes: int = 1 << 20, auth_keys: dict[str, ServiceKey] | None = None,
+    limiter: RateLimiter | None = None,
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer, int]:
     """Start a server with `services`, health and reflection; return it, its health servicer and its port.
 
-    With `auth_keys`, every call but health and reflection needs a valid service token.
+    With `auth_keys`, every call but health and reflection needs a valid service token; with
+    `limiter`, each service's `rate_limited` methods take from the acting player's bucket.
     """
-    interceptors: list[grpc.aio.ServerInterceptor] = [ServiceInterceptor(metrics)]
+    rate_limited = frozenset().union(*(s.rate_limited for s in services))
+    if rate_limited and limiter is None:
+        raise ValueError(f"methods {sorted(rate_limited)} are rate limited but no limiter was given")
+    interceptors: list[grpc.aio.ServerInterceptor] = [ServiceInterceptor(metrics, limiter, rate_limited)]
     if auth_keys:
         interceptors.insert(0, AuthInterceptor(auth_keys, metrics))
     else:
@@ -165,7 +191,8 @@ async def start_grpc_server(
         interceptors=interceptors,
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
-            ("grpc.max_send_message_length", 16 * max_message_bytes),
+            # Answers (standings, pairings, leaderboard pages) are bounded by page sizes, not by this.
+            ("grpc.max_send_message_length", 16 << 20),
         ],
     )
     for service in services:

@@ -56,13 +56,19 @@ class RateLimiter:
 
     async def check(self, player_id: str, action: str) -> None:
         """Take one call from the player's bucket, or refuse with RESOURCE_EXHAUSTED and when to retry."""
+        wait_ms = await self.take(player_id, action)
+        if wait_ms:
+            retry = max(1, math.ceil(wait_ms / 1000))
+            raise ResourceExhausted(
+                f"player {player_id} made too many {action} calls; retry in {retry} s"
+                f" (at most {self.capacity} in a burst)",
+                retry_after_ms=wait_ms,
+            )
+
+    async def take(self, player_id: str, action: str) -> int:
+        """Take one call from the bucket: 0 when allowed, else the milliseconds until one is allowed."""
         allowed, wait_ms = await self._take(
             keys=[f"ratelimit:{{{self.service}:{action}:{player_id}}}"],
             args=[self.capacity, repr(self.per_ms), self.now_ms(), 1],
         )
-        if not int(allowed):
-            retry = max(1, math.ceil(int(wait_ms) / 1000))
-            raise ResourceExhausted(
-                f"player {player_id} made too many {action} calls; retry in {retry} s"
-                f" (at most {self.capacity} in a burst)"
-            )
+        return 0 if int(allowed) else max(1, int(wait_ms))

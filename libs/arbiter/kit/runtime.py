@@ -21,6 +21,7 @@ from arbiter.kit.grpcserver import GrpcService, start_grpc_server
 from arbiter.kit.kafka import ensure_topics, make_broker, make_outbox_producer, outbox_publisher, run_lag_monitor
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox, OutboxRelay
+from arbiter.kit.ratelimit import RateLimiter
 from arbiter.kit.settings import KitSettings
 from arbiter.kit.timesource import TimeSource
 
@@ -95,8 +96,11 @@ class ServiceRuntime:
         await infra.broker.start()
         producer = make_outbox_producer(settings, infra.service)
         await producer.start()
+        limiter = RateLimiter(infra.redis, infra.service, settings.rate_limit_burst,
+                              settings.rate_limit_window_seconds)
         server, health_servicer, port = await start_grpc_server(
-            settings.grpc_host, settings.grpc_port, self.grpc_services, infra.metrics, auth_keys=infra.auth_keys
+            settings.grpc_host, settings.grpc_port, self.grpc_services, infra.metrics,
+            max_message_bytes=settings.grpc_max_request_bytes, auth_keys=infra.auth_keys, limiter=limiter,
         )
         relay = OutboxRelay(infra.pool, infra.service, outbox_publisher(producer), infra.metrics)
         tasks = [

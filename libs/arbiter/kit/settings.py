@@ -41,6 +41,26 @@ class KitSettings(BaseSettings):
     auth_keys: SecretStr = SecretStr("")
     # The one `id:secret` this service signs its own outgoing calls with.
     auth_signing_key: SecretStr = SecretStr("")
+    # Per player and method (Create, Join, Leave...): a burst of this many calls, refilled over the window.
+    rate_limit_burst: int = Field(default=20, ge=1)
+    rate_limit_window_seconds: float = Field(default=60.0, gt=0)
+    # Largest request a caller may send; far above any real request of ours.
+    grpc_max_request_bytes: int = Field(default=64 * 1024, ge=1024)
+
+
+# A Watch stream may fall this many changes behind its client before it is dropped (kit.watch).
+DEFAULT_WATCH_MAX_QUEUED = 256
+# Live Watch streams of one aggregate that one replica serves at most.
+DEFAULT_WATCH_MAX_WATCHERS = 1000
+
+
+class WatchSettings(KitSettings):
+    """The kit's fields plus the limits of Watch streams (arbiter.kit.watch), for services that serve them."""
+
+    # A Watch stream ends after this many real seconds; the client reconnects.
+    watch_max_seconds: float = Field(default=3600.0, gt=0)
+    watch_max_queued: int = Field(default=DEFAULT_WATCH_MAX_QUEUED, ge=1)
+    watch_max_watchers: int = Field(default=DEFAULT_WATCH_MAX_WATCHERS, ge=1)
 
 
 SettingsT = TypeVar("SettingsT", bound=BaseSettings)

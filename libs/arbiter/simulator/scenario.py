@@ -208,6 +208,8 @@ class PartState:
     started_real: float = 0.0
     finished_real: float = 0.0
     detail: dict[str, Any] = field(default_factory=dict)
+    # A finished tournament's rounds as the pairing service served them (GetPairings), for checks.
+    pairings: list[Any] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
@@ -422,6 +424,7 @@ class ScenarioRunner:
             pairings = await stub.GetPairings(tp.GetPairingsRequest(tournament_id=tournament.id))
             terminations = Counter(common.Termination.Name(g.termination) for r in pairings.rounds for g in r.games)
             part.detail["terminations"] = dict(terminations)
+            part.pairings = list(pairings.rounds)
             part.detail["openings"] = [f"r{r.round}: {r.opening.name or r.opening.number or 'free'}"
                                        for r in pairings.rounds]
             part.status = "finished"

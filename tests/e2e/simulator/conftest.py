@@ -1,4 +1,4 @@
-"""One running system (the five services at 60x) shared by the simulator's end-to-end tests of a module."""
+"""One running system (the five services at 60x, service tokens required) shared by a module's simulator tests."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ TIME_SCALE = 60.0
 def system(infra_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[SystemStack]:
     """The five services on the session's infrastructure; each test plays with its own accounts."""
     stack = SystemStack(tmp_path_factory.mktemp("simulator-system"), time_scale=TIME_SCALE, free_ports=True,
-                        environ={**os.environ, **infra_env}, say=lambda _line: None)
+                        environ={**os.environ, **infra_env}, say=lambda _line: None, auth=True)
     try:
         stack.start_infrastructure()
         stack.start_services()

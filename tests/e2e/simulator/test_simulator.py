@@ -17,6 +17,7 @@ from arbiter.contracts import rating_pb2, rating_pb2_grpc
 from arbiter.devstack.stack import SystemStack
 from arbiter.draughts import Color, Position
 from arbiter.kit import events
+from arbiter.kit.auth import TokenSigner, signing_key
 from arbiter.kit.timesource import TimeSource
 from arbiter.simulator.behaviour import Behaviour, Profiles
 from arbiter.simulator.playsite import PlaySite, PlaySiteConfig
@@ -27,7 +28,8 @@ pytestmark = pytest.mark.timeout(300)
 
 def _addresses(stack: SystemStack) -> Addresses:
     return Addresses(pairing=stack.services["pairing"].grpc_address, arena=stack.services["arena"].grpc_address,
-                     clock=stack.services["clock"].grpc_address, rating=stack.services["rating"].grpc_address)
+                     clock=stack.services["clock"].grpc_address, rating=stack.services["rating"].grpc_address,
+                     auth_signing_key=stack.auth_signing_key)
 
 
 async def _play(stack: SystemStack, scenario: Scenario, prefix: str, assigned: dict[str, Behaviour],
@@ -41,7 +43,7 @@ async def _play(stack: SystemStack, scenario: Scenario, prefix: str, assigned: d
     playsite = PlaySite(stack.kafka_bootstrap, time_source, profiles, PlaySiteConfig(
         seed=7, think_seconds=(1.0, 3.0), group_id=f"playsite-{prefix}", player_prefix=prefix,
         arena_grpc_addr=addresses.arena,
-        clock_grpc_addr=addresses.clock))
+        clock_grpc_addr=addresses.clock, auth_signing_key=addresses.auth_signing_key))
     runner = ScenarioRunner(scenario, addresses, playsite, time_source, population=population, poll_seconds=0.5)
     await playsite.start()
     try:
@@ -67,33 +69,52 @@ def test_round_robin_played_to_the_end_by_the_simulator(system: SystemStack) -> 
     assert part.status == "finished", (part.status, runner.notes)
     assert part.format == "round_robin" and part.rounds == 5  # T-2, T-9: odd n plays n rounds
     assert len(part.rows) == 5
-    # T-7: every game hands out 2 points (a win, or two draws' worth), except T-19's 0-0;
-    # T-8: each of the 5 rounds has a bye worth 2.
+    # T-7: every game hands out 2 points (a win, or two draws' worth) except T-19's 0-0 (both absent, or
+    # both busy under T-18); T-8: each of the 5 rounds has a bye worth 2. Standings = these games' points.
+    rounds = part.pairings
+    games = [g for r in rounds for g in r.games]
+    assert len(games) == 10 and all(g.finished for g in games)
+    worth = {common.GAME_RESULT_WHITE_WINS: (2, 0), common.GAME_RESULT_BLACK_WINS: (0, 2),
+             common.GAME_RESULT_DRAW: (1, 1), common.GAME_RESULT_BOTH_LOSE: (0, 0)}
+    points: dict[str, int] = {row.player_id: 0 for row in part.rows}
+    for game in games:
+        assert (game.white_points, game.black_points) == worth[game.result], game
+        points[game.white_id] += game.white_points
+        points[game.black_id] += game.black_points
+    for r in rounds:
+        assert r.bye_id and r.bye_points == 2, r
+        points[r.bye_id] += 2
+    assert {row.player_id: row.points for row in part.rows} == points
     terminations = part.detail["terminations"]
-    assert sum(terminations.values()) == 10
-    both_absent = terminations.get("TERMINATION_BOTH_ABSENT", 0)
-    # The pairing service also scores 0-0 when both players of a game are busy (T-18 with T-19), a case
-    # the play site's terminations do not show: the total can fall short by 2 per such game, never exceed.
-    total = sum(r.points for r in part.rows)
-    assert total <= 2 * (10 - both_absent) + 2 * 5 and (2 * (10 - both_absent) + 2 * 5 - total) % 2 == 0
-    # T-18: the busy entrant's round-1 game was forfeited, not opened.
-    assert terminations.get("TERMINATION_BUSY_FORFEIT", 0) >= 1, terminations
-    # T-16: the absent entrant lost every opened game on time (4 games, one of them maybe a T-18 forfeit).
-    assert terminations.get("TERMINATION_NEVER_SAT", 0) >= 3, terminations
     assert "TERMINATION_BOTH_ABSENT" not in terminations, terminations
+    # T-18: a busy entrant's game was forfeited, not opened.
+    forfeits = [g for g in games if g.termination == common.TERMINATION_BUSY_FORFEIT]
+    assert forfeits and not any(g.opened or g.rated for g in forfeits), forfeits
+    # T-16: the absent entrant lost every opened game on time, unrated (R-3).
+    absent = f"{prefix}bot-0005"
+    for game in games:
+        if absent in (game.white_id, game.black_id) and game.opened:
+            assert game.termination == common.TERMINATION_NEVER_SAT and not game.rated, game
+            assert (game.white_points if game.white_id == absent else game.black_points) == 0, game
     # A-1: guests and computer accounts were refused everything, nothing was wrongly accepted.
     assert runner.refusals["create_tournament"] == 3 and runner.refusals["join_tournament"] == 3
     assert runner.wrongly_accepted == []
     stats = runner.playsite.stats
-    assert stats.errors == 0 and stats.finished >= 9 - terminations.get("TERMINATION_BUSY_FORFEIT", 0)
+    assert stats.errors == 0 and stats.finished >= len(games) - len(forfeits)
     assert stats.pairing_latencies, "no round followed a result"
 
     # The rating service heard the results: the entrants have rated games.
+    token = (("authorization", f"Bearer {TokenSigner(signing_key(stack.auth_signing_key), 'e2e').token()}"),)
     with grpc.insecure_channel(stack.services["rating"].grpc_address) as channel:
         stub = rating_pb2_grpc.RatingServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as refused:  # issue 10: no token, no answer
+            stub.GetRating(rating_pb2.GetRatingRequest(player_id=part.rows[0].player_id, variant="international",
+                                                       speed=common.SPEED_BLITZ))
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
         for _ in range(50):
             ratings = [stub.GetRating(rating_pb2.GetRatingRequest(
-                player_id=row.player_id, variant="international", speed=common.SPEED_BLITZ)) for row in part.rows]
+                player_id=row.player_id, variant="international", speed=common.SPEED_BLITZ), metadata=token)
+                for row in part.rows]
             if sum(r.rating.games for r in ratings) > 0:
                 break
             time.sleep(0.2)

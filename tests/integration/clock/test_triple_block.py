@@ -155,9 +155,10 @@ async def test_triple_block_game_of_60_moves(stack, tools, unique) -> None:
         game.model = game.model.file_claim(Side.BLACK, at_of(reply))
         assert reply.claim_state == "pending" and reply.claimant_id == black and not reply.black.running
         filed = datetime.fromtimestamp(reply.server_time.ToMilliseconds() / 1000, t0.tzinfo)
-        await game.refused("ResolveClaim", clock_pb2.ResolveClaimRequest(
-            actor=actor(black), game_id=game_id, decision=clock_pb2.CLAIM_DECISION_UPHELD),
-            grpc.StatusCode.PERMISSION_DENIED)
+        for player in (black, white):  # neither the claimant nor the opponent judges the claim
+            await game.refused("ResolveClaim", clock_pb2.ResolveClaimRequest(
+                actor=actor(player), game_id=game_id, decision=clock_pb2.CLAIM_DECISION_UPHELD),
+                grpc.StatusCode.PERMISSION_DENIED)
         if unresolved_first:
             await time.sleep_until(filed + days(0.5))
             reply = await game.call("ResolveClaim", clock_pb2.ResolveClaimRequest(

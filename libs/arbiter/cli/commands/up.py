@@ -35,6 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--demo", action="store_true", help="play the demo scenario with a live terminal view")
     parser.add_argument("--exit-when-done", action="store_true", help="with --demo: stop after the final tables")
     parser.add_argument("--seed", type=int, default=1, help="with --demo: seed of the moves and behaviours")
+    parser.add_argument("--no-auth", action="store_true",
+                        help="serve without service tokens (by default a key is made for the run unless AUTH_KEYS is set)")
     parser.add_argument("--json", action="store_true", help="print the addresses (and the demo report) as JSON")
     parser.set_defaults(handler=run)
 
@@ -44,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     say = (lambda _line: None) if args.json else print
     scale = args.time_scale if args.time_scale is not None else (DEMO_TIME_SCALE if args.demo else 1.0)
-    stack = SystemStack(args.state_dir.resolve(), time_scale=scale, free_ports=args.free_ports, say=say)
+    stack = SystemStack(args.state_dir.resolve(), time_scale=scale, free_ports=args.free_ports, say=say,
+                        auth=not args.no_auth)
 
     def on_signal(_signum: int, _frame: object) -> None:
         raise KeyboardInterrupt
@@ -74,7 +77,10 @@ def run(args: argparse.Namespace) -> int:
             env = {"KAFKA_BOOTSTRAP_SERVERS": stack.kafka_bootstrap, "TIME_SCALE": repr(scale),
                    **({"TIME_ORIGIN": stack.time_origin} if stack.time_origin else {}),
                    **{f"{n.upper()}_GRPC_ADDR": s.grpc_address for n, s in stack.services.items()}}
-            say("to simulate from another shell: export " + " ".join(f"{k}={v}" for k, v in env.items()))
+            exports = " ".join(f"{k}={v}" for k, v in env.items())
+            if stack.auth_signing_key and not stack.environ.get("AUTH_SIGNING_KEY"):
+                exports += f' AUTH_SIGNING_KEY="$(cat {stack.state_dir / "auth-signing-key"})"'
+            say("to simulate from another shell: export " + exports)
         if args.demo:
             report = _demo(stack, args, started)
             code = 1 if any(p["status"].startswith("failed") for p in report["parts"]) else 0
@@ -105,7 +111,7 @@ def _demo(stack: SystemStack, args: argparse.Namespace, started: float) -> dict:
     addresses = Addresses(
         pairing=stack.services["pairing"].grpc_address, arena=stack.services["arena"].grpc_address,
         clock=stack.services["clock"].grpc_address, rating=stack.services["rating"].grpc_address,
-        auth_signing_key=stack.environ.get("AUTH_SIGNING_KEY", ""),
+        auth_signing_key=stack.auth_signing_key,
     )
     # Account ids carry a run tag: embedded PostgreSQL keeps earlier runs' competitions (A-2).
     tag = _base36(int(time.time()) // 10 % 36**3).rjust(3, "0")
