@@ -7,6 +7,7 @@ import logging
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import asyncpg
@@ -22,6 +23,7 @@ from arbiter.kit.kafka import ensure_topics, make_broker, make_outbox_producer, 
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox, OutboxRelay
 from arbiter.kit.ratelimit import RateLimiter
+from arbiter.kit.retention import RetentionSweeper
 from arbiter.kit.settings import KitSettings
 from arbiter.kit.timesource import TimeSource
 
@@ -103,9 +105,13 @@ class ServiceRuntime:
             max_message_bytes=settings.grpc_max_request_bytes, auth_keys=infra.auth_keys, limiter=limiter,
         )
         relay = OutboxRelay(infra.pool, infra.service, outbox_publisher(producer), infra.metrics)
+        sweeper = RetentionSweeper(infra.pool, infra.metrics,
+                                   timedelta(hours=settings.processed_events_retention_hours),
+                                   settings.retention_sweep_seconds)
         tasks = [
             asyncio.create_task(self._guard(task, stop), name=getattr(task, "__qualname__", "task"))
-            for task in (relay.run, lambda s: run_lag_monitor(infra.broker, infra.metrics, s), *self.background)
+            for task in (relay.run, sweeper.run, lambda s: run_lag_monitor(infra.broker, infra.metrics, s),
+                         *self.background)
         ]
         log.info(
             "service ready",

@@ -41,6 +41,9 @@ class KitSettings(BaseSettings):
     auth_keys: SecretStr = SecretStr("")
     # The one `id:secret` this service signs its own outgoing calls with.
     auth_signing_key: SecretStr = SecretStr("")
+    # Processed-event ids are kept longer than Kafka keeps the events (7 days by default), then deleted.
+    processed_events_retention_hours: float = Field(default=8 * 24, gt=0)
+    retention_sweep_seconds: float = Field(default=600.0, gt=0)
     # Per player and method (Create, Join, Leave...): a burst of this many calls, refilled over the window.
     rate_limit_burst: int = Field(default=20, ge=1)
     rate_limit_window_seconds: float = Field(default=60.0, gt=0)

@@ -248,7 +248,7 @@ def settings_class(service: str) -> type[KitSettings]:
     """The service's settings class (the KitSettings subclass in services/<service>/settings.py)."""
     module = importlib.import_module(f"services.{service}.settings")
     classes = [value for value in vars(module).values()
-               if isinstance(value, type) and issubclass(value, KitSettings) and value is not KitSettings]
+               if isinstance(value, type) and issubclass(value, KitSettings) and value.__module__ == module.__name__]
     assert len(classes) == 1, f"services/{service}/settings.py should define one KitSettings subclass"
     return classes[0]
 
