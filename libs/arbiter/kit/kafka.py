@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
@@ -91,6 +91,64 @@ def subscribe(
         options.update(batch=True, max_records=max_records, batch_timeout_ms=50)
     subscriber = broker.subscriber(topic.name, **options)
     subscriber(on_message)
+    return subscriber
+
+
+def subscribe_many(
+    broker: KafkaBroker, settings: KitSettings, metrics: Metrics, handlers: Mapping[Topic, BatchHandler],
+    group_id: str, *, max_records: int = 500,
+) -> Any:
+    """Consume several topics with ONE consumer in group `group_id`; each topic's records go to its batch handler.
+
+    One consumer per service instead of one per topic: a single group join at start and after a
+    restart, and one fetch loop instead of many (on tansu every fetch loop polls at the fetch wait).
+    Within a batch each topic's handler gets that topic's records in partition order, topics in
+    the order of their first record. Records of different topics were never ordered relative to
+    each other (separate partitions), so handlers must not rely on that. The offsets are committed
+    after every handler of the batch succeeded; if one fails the whole batch comes again, which
+    idempotent handlers absorb.
+    """
+    if not handlers:
+        raise ValueError("subscribe_many needs at least one topic")
+    service = metrics.service
+    by_name = {topic.name: (topic, handler) for topic, handler in handlers.items()}
+
+    async def decode(message: Any) -> Any:
+        records = message.raw_message if isinstance(message.raw_message, tuple) else (message.raw_message,)
+        return [(record.topic, by_name[record.topic][0].decode(record.value or b"")) for record in records]
+
+    async def on_batch(body: Any) -> None:
+        grouped: dict[str, list[Message]] = {}
+        for topic_name, event in body:
+            grouped.setdefault(topic_name, []).append(event)
+        for topic_name, batch in grouped.items():
+            topic, handler = by_name[topic_name]
+            started = time.perf_counter()
+            try:
+                outcome = await handler(batch) or "handled"
+            except Exception:
+                metrics.events_consumed.labels(service, topic_name, "error").inc(len(batch))
+                log.exception("handler failed; the events will be delivered again", extra={"topic": topic_name})
+                await asyncio.sleep(RETRY_PAUSE_SECONDS)
+                raise
+            metrics.handler_latency.labels(service, topic_name).observe(time.perf_counter() - started)
+            metrics.events_consumed.labels(service, topic_name, outcome).inc(len(batch))
+
+    names = sorted(by_name)
+    subscriber = broker.subscriber(
+        *names,
+        group_id=group_id,
+        ack_policy=AckPolicy.NACK_ON_ERROR,
+        auto_offset_reset="earliest",
+        session_timeout_ms=settings.kafka_session_timeout_ms,
+        heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
+        fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+        decoder=decode,
+        batch=True, max_records=max_records, batch_timeout_ms=50,
+        title=f"{group_id}:{','.join(names)}",
+        description=f"{', '.join(by_name[n][0].message.DESCRIPTOR.full_name for n in names)} consumed by {group_id}",
+    )
+    subscriber(on_batch)
     return subscriber
 
 
