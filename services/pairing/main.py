@@ -26,7 +26,7 @@ from services.pairing.busy import BusyRegistry
 from services.pairing.clients import OpeningsClient, RatingsClient
 from services.pairing.director import CLOSE_TIMER, START_TIMER, Director
 from services.pairing.metrics import PairingMetrics
-from services.pairing.results import CONSUMER, ResultDesk
+from services.pairing.results import ResultDesk
 from services.pairing.servicer import TournamentServicer
 from services.pairing.settings import PairingSettings
 from services.pairing.watch import WatchHub
@@ -63,8 +63,8 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
         (events.CLOCK_FLAGGED, desk.on_flagged),
         (events.GAME_ABANDONED, desk.on_abandoned),
     ):
-        subscribe(infra.broker, settings, infra.metrics, topic, CONSUMER, handler, batch=True,
-                  max_records=settings.result_batch_size)
+        subscribe(infra.broker, settings, infra.metrics, topic, settings.pairing_consumer_group, handler,
+                  batch=True, max_records=settings.result_batch_size)
     timers = TimerPoller(infra.pool, {START_TIMER: director.on_timer, CLOSE_TIMER: director.on_timer},
                          infra.time_source, infra.metrics)
     servicer = TournamentServicer(infra.pool, infra.outbox, infra.time_source, ratings, hub, settings)

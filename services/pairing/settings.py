@@ -28,3 +28,7 @@ class PairingSettings(WatchSettings):
     busy_ttl_seconds: int = Field(default=86400, ge=60)
     # Events per batch from game.finished and game.started.
     result_batch_size: int = Field(default=500, ge=1)
+    # The Kafka consumer group of this deployment's replicas (offsets live with it). Systems sharing
+    # one broker, like the test suite's, each need their own: tansu can leave a group whose members
+    # all left wedged for the next process that joins it.
+    pairing_consumer_group: str = Field(default="pairing", min_length=1)

@@ -7,17 +7,25 @@ home-and-away rounds (T-12). Wall time and the process's CPU time are both shown
 shared machine the CPU time is the cost of the pairing itself. Target: 200 entrants, any
 round, at most 0.5 s.
 
-    .venv/bin/python tests/bench/bench_swiss.py [--tournaments 3] [--sizes 20,64,200]
+    .venv/bin/python tests/bench/bench_swiss.py [--tournaments 3] [--sizes 20,64,200] [--plain-weights]
+
+`--plain-weights` pairs with py4swiss's own bracket matcher, which weighs every pair of a
+bracket one by one, instead of ours, which weighs each kind of pair once (same pairings): the
+difference is what sharing the weights saves.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import random
 import statistics
 import time
 from collections import Counter, defaultdict
 
+from py4swiss.engines.dutch.bracket import BracketPairer
+
+from arbiter.competition import swiss
 from arbiter.competition.swiss import (
     SwissBye,
     SwissEntrant,
@@ -56,11 +64,16 @@ def main() -> None:
     parser.add_argument("--tournaments", type=int, default=3, help="tournaments per size (default 3)")
     parser.add_argument("--sizes", default="20,64,200", help="entrant counts, comma separated")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--plain-weights", action="store_true",
+                        help="py4swiss's own bracket matcher (every pair weighed), for comparison")
     args = parser.parse_args()
+    if args.plain_weights:
+        swiss._BracketPairer = BracketPairer  # noqa: SLF001 (a benchmark's A/B switch)
 
     wall: dict[tuple[int, int], list[float]] = defaultdict(list)
     cpu: dict[tuple[int, int], list[float]] = defaultdict(list)
     engines: Counter[str] = Counter()
+    digest = hashlib.sha256()
     for n in (int(s) for s in args.sizes.split(",")):
         for t in range(args.tournaments):
             rng = random.Random(f"{args.seed}-{n}-{t}")
@@ -73,6 +86,7 @@ def main() -> None:
                 wall[(n, round_number)].append(time.perf_counter() - wall_start)
                 cpu[(n, round_number)].append(time.process_time() - cpu_start)
                 engines[pairing.engine] += 1
+                digest.update(repr((n, t, round_number, pairing.pairs, pairing.bye)).encode())
                 history.append(play(pairing, rng, double, absent=0.1))
 
     print(f"{'entrants':>8} {'round':>5} {'wall median':>12} {'wall max':>9} {'cpu median':>11} {'cpu max':>8}")
@@ -90,6 +104,7 @@ def main() -> None:
             f" {statistics.median(every_cpu):>10.3f}s {max(every_cpu):>7.3f}s"
         )
     print("pairings by engine:", dict(engines))
+    print("digest of every pairing:", digest.hexdigest()[:16], "(equal digests, equal pairings)")
 
 
 if __name__ == "__main__":

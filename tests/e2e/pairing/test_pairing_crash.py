@@ -38,7 +38,7 @@ async def test_sigkill_mid_round_then_the_same_standings_and_no_game_requested_t
             settings=tp.TournamentSettings(
                 name="Crash", variant="english", capacity=20, duration_minutes=600,
                 time_control=common.TimeControl(fischer=common.FischerControl(base_seconds=60, increment_seconds=1)),
-                starts_at=timestamp(clock.now() + timedelta(minutes=6)), opening_mode=common.OPENING_MODE_TABLE_UP_TO_1,
+                starts_at=timestamp(clock.now() + timedelta(minutes=8)), opening_mode=common.OPENING_MODE_TABLE_UP_TO_1,
             )))
         tournament_id = created.tournament.id
         behaviour = Behaviour(seed=12147, result_delay=0.1, jitter=3.0)
@@ -85,3 +85,8 @@ async def test_sigkill_mid_round_then_the_same_standings_and_no_game_requested_t
     finally:
         await channel.close()
         await site.stop()
+        # The system is shared with the package's other modules: never leave it without its pairing service.
+        process = stack.services["pairing"].process
+        if process is None or process.exited():
+            await asyncio.to_thread(stack.start_service, "pairing")
+            await asyncio.to_thread(stack.wait_serving, 120, ["pairing"])

@@ -16,11 +16,15 @@ from arbiter.kit.events import timestamp
 
 
 def settings(pairing, **overrides) -> tp.TournamentSettings:
-    """Valid settings: a free-opening blitz tournament starting in 5.5 minutes of competition time."""
+    """Valid settings: a free-opening blitz tournament starting in an hour of competition time.
+
+    30 real seconds: never during these tests, however slow the machine (a start 5.5 minutes
+    ahead came while a loaded machine was still checking passwords).
+    """
     values = dict(
         name="Friday blitz", variant="international",
         time_control=common.TimeControl(fischer=common.FischerControl(base_seconds=180, increment_seconds=2)),
-        capacity=16, starts_at=timestamp(pairing.starts_in()), duration_minutes=120,
+        capacity=16, starts_at=timestamp(pairing.starts_in(60)), duration_minutes=120,
     )
     values.update(overrides)
     return tp.TournamentSettings(**values)
@@ -157,6 +161,39 @@ async def test_private_entry_needs_the_password_or_the_invite_link(pairing) -> N
     assert t.id not in {x.id for x in listed.tournaments}  # private ones are not listed
 
 
+async def test_the_creator_revokes_the_invite_link(pairing) -> None:
+    """Issue 10: invite links are revocable by the creator only; the old link stops working at once."""
+    creator = player("creator")
+    reply = await create(pairing, creator, private=True)
+    t, old = reply.tournament, reply.invite_token
+
+    def join(p, token):
+        return pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(p), tournament_id=t.id,
+                                                                    invite_token=token))
+
+    def revoke(actor, issue_new=True, tournament_id=t.id):
+        return pairing.stub.RevokeInvite(tp.RevokeInviteRequest(actor=registered(actor), tournament_id=tournament_id,
+                                                                issue_new=issue_new))
+
+    early = player()
+    await join(early, old)
+    await refused(revoke(player()), grpc.StatusCode.PERMISSION_DENIED, "only the creator")
+    await refused(revoke(creator, tournament_id="t_unknown"), grpc.StatusCode.NOT_FOUND)
+    other_creator = player("creator")
+    public = (await create(pairing, other_creator)).tournament
+    await refused(revoke(other_creator, tournament_id=public.id), grpc.StatusCode.FAILED_PRECONDITION, "public")
+    assert await pairing.db.fetchval("SELECT invite_token FROM tournaments WHERE id = $1", t.id) == old
+
+    new = (await revoke(creator)).invite_token
+    assert new and new != old
+    await refused(join(player(), old), grpc.StatusCode.PERMISSION_DENIED, "invite")
+    await join(player(), new)
+    assert (await revoke(creator, issue_new=False)).invite_token == ""
+    await refused(join(player(), new), grpc.StatusCode.PERMISSION_DENIED, "invite")
+    entrants = await pairing.db.fetchval("SELECT count(*) FROM entrants WHERE tournament_id = $1", t.id)
+    assert entrants == 2  # the early entrant keeps the seat taken with the old link
+
+
 async def test_cancel_by_creator_only_before_the_start(pairing) -> None:
     """T-4."""
     creator = player("creator")
@@ -197,11 +234,13 @@ async def test_list_upcoming_pages_through_public_tournaments(pairing) -> None:
 async def test_after_the_start_nobody_joins_leaves_or_cancels(pairing) -> None:
     """T-6 and T-4: registration, withdrawal and cancelling close when the start time comes."""
     creator = player("creator")
-    t = (await create(pairing, creator, starts_at=timestamp(pairing.starts_in(5.1)), duration_minutes=600)).tournament
+    # 7 minutes (3.5 real seconds): room for the creation (T-4 wants 5) and the joins on a loaded machine.
+    starts_at = pairing.starts_in(7)
+    t = (await create(pairing, creator, starts_at=timestamp(starts_at), duration_minutes=600)).tournament
     entrants = [player() for _ in range(4)]
     for p in entrants:
         await pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(p), tournament_id=t.id))
-    await asyncio.sleep(timedelta(minutes=5.3).total_seconds() / pairing.clock.scale)
+    await pairing.clock.sleep_until(starts_at + timedelta(seconds=30))
     details = await refused(
         pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(player()), tournament_id=t.id)),
         grpc.StatusCode.FAILED_PRECONDITION, "T-6")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,22 +23,33 @@ from arbiter.devstack.stack import SystemStack  # noqa: E402
 PAIRING_SYSTEM = ("openings", "rating", "pairing")
 # 5 minutes of competition time (the earliest start, T-4) pass in 2.5 s.
 TIME_SCALE = 120.0
+SYSTEM_ENV = {
+    "RECONCILE_SECONDS": "0.5",
+    # tansu answers a JoinGroup after half the session timeout and the pairing service starts four
+    # consumers one after the other: a short session makes the start (and the rejoin after the
+    # SIGKILL test, where the killed members must time out first) take seconds, not tens of seconds.
+    "KAFKA_SESSION_TIMEOUT_MS": "2000",
+    "KAFKA_HEARTBEAT_INTERVAL_MS": "400",
+    # Small pools: the machine's PostgreSQL (max_connections=100) is shared by every test running.
+    "DB_POOL_MIN": "1",
+    "DB_POOL_MAX": "4",
+}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def pairing_system(infra_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[SystemStack]:
-    """One system per test module, as `start_system` builds it (a system per test would cost minutes).
+    """One system for every module of this package, as `start_system` builds it (each start costs 10-20 s).
 
-    Module scope, not package scope: tests/ has no __init__.py, so a "package" fixture would
-    live for the whole session, and a pairing service left running there would act on the
-    tournaments of every later test (it shares the database and the consumer group).
+    The modules use tournaments of their own, so they share it; the SIGKILL test leaves the
+    pairing service running again when it ends.
     """
     stack = SystemStack(
         tmp_path_factory.mktemp("pairing-system"), time_scale=TIME_SCALE, free_ports=True,
         environ={**os.environ, **infra_env}, say=lambda _line: None,
-        # A short Kafka session makes consumer groups settle (and a killed member leave) in seconds.
-        # Small pools: the session's PostgreSQL is shared by every service of every test.
-        extra_env={"RECONCILE_SECONDS": "0.5", "KAFKA_SESSION_TIMEOUT_MS": "3000", "DB_POOL_MAX": "6"},
+        # A consumer group of its own, kept across the SIGKILL restart: every service of the session
+        # shares the broker, and tansu can leave a group whose members all left wedged for the next
+        # process that joins it (seen after the integration tests' in-process service stopped).
+        extra_env={**SYSTEM_ENV, "PAIRING_CONSUMER_GROUP": f"pairing-e2e-{uuid.uuid4().hex[:8]}"},
     )
     try:
         stack.start_infrastructure()
