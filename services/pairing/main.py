@@ -17,7 +17,7 @@ from arbiter.contracts import tournament_pb2_grpc
 from arbiter.kit import events
 from arbiter.kit.creators import ensure_creator_registry
 from arbiter.kit.grpcserver import GrpcService
-from arbiter.kit.kafka import subscribe
+from arbiter.kit.kafka import subscribe_many
 from arbiter.kit.logs import configure_logging
 from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
@@ -57,14 +57,12 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
         ratings, busy, hub, metrics, settings, executor,
     )
     desk = ResultDesk(infra.pool, infra.time_source, busy, hub, metrics, director.poke, SERVICE)
-    for topic, handler in (
-        (events.GAME_STARTED, desk.on_started),
-        (events.GAME_FINISHED, desk.on_finished),
-        (events.CLOCK_FLAGGED, desk.on_flagged),
-        (events.GAME_ABANDONED, desk.on_abandoned),
-    ):
-        subscribe(infra.broker, settings, infra.metrics, topic, settings.pairing_consumer_group, handler,
-                  batch=True, max_records=settings.result_batch_size)
+    subscribe_many(infra.broker, settings, infra.metrics, {
+        events.GAME_STARTED: desk.on_started,
+        events.GAME_FINISHED: desk.on_finished,
+        events.CLOCK_FLAGGED: desk.on_flagged,
+        events.GAME_ABANDONED: desk.on_abandoned,
+    }, settings.pairing_consumer_group, max_records=settings.result_batch_size)
     timers = TimerPoller(infra.pool, {START_TIMER: director.on_timer, CLOSE_TIMER: director.on_timer},
                          infra.time_source, infra.metrics)
     servicer = TournamentServicer(infra.pool, infra.outbox, infra.time_source, ratings, hub, settings)

@@ -22,6 +22,7 @@ class PairingMetrics:
     games_requested: Counter
     results_applied: Counter
     results_ignored: Counter
+    results_corrected: Counter
     busy_forfeits: Counter
     pairing_fallbacks: Counter
     advance_errors: Counter
@@ -40,6 +41,11 @@ class PairingMetrics:
             games_requested=metrics.counter("arbiter_games_requested_total", "GameRequested events saved"),
             results_applied=metrics.counter(
                 "arbiter_results_applied_total", "Game results applied, by the topic that decided", ("source",)
+            ),
+            results_corrected=metrics.counter(
+                "arbiter_results_corrected_total",
+                "Provisional results (flag, abandonment) replaced by the play site's differing GameFinished",
+                ("source",),
             ),
             results_ignored=metrics.counter(
                 "arbiter_results_ignored_total",

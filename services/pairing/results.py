@@ -1,7 +1,12 @@
 """Results in: game.finished, clock.flagged and game.abandoned; game.started for the busy registry (T-15..T-19).
 
-The first result to arrive for a game decides it, whichever of the three topics carried it;
-any later one is counted as "already scored" and ignored, never applied twice. A result for a
+The first result to arrive for a game decides it, whichever of the three topics carried it, so
+a round moves on as soon as the clock flags; any later one is counted as "already scored" and
+ignored, never applied twice. One exception: the play site hosts the game, so its GameFinished
+is the final word. When it differs from a flag's or an abandonment's result already recorded
+(after a broker outage the clock can flag a player whose moves it had not yet received), it
+replaces that result while the tournament runs, and is counted as "corrected"; standings follow,
+and the rating service, which rates GameFinished, agrees with them. A result for a
 game this service never requested is counted as "unknown_game". A result the rules cannot
 read (no winner in a never-sat game, a loser who is not a player) is counted as "invalid" and
 skipped, so one bad event never blocks a partition.
@@ -168,8 +173,12 @@ class ResultDesk:
                                                              "error": str(error)})
                         continue
                     if item.game_id in first:
-                        ignored["already_scored"] += 1
-                        continue
+                        earlier = first[item.game_id][0]
+                        if not (item.source == events.GAME_FINISHED.name
+                                and earlier.source in store.PROVISIONAL_SOURCES):
+                            ignored["already_scored"] += 1
+                            continue
+                        ignored["already_scored"] += 1  # the provisional one, replaced just below
                     first[item.game_id] = (item, store.ResultRow(
                         item.game_id, scored.kind.value, scored.verdict.value, termination,
                         scored.score.white_points, scored.score.black_points, scored.score.rated,
@@ -177,9 +186,16 @@ class ResultDesk:
                     ))
                 scored_now = await store.record_results(connection, [row for _, row in first.values()],
                                                         self.clock.now())
+                final_words = [row for game_id, (item, row) in first.items()
+                               if game_id not in scored_now and item.source == events.GAME_FINISHED.name]
+                corrected = await store.correct_results(connection, final_words)
                 for game_id, (item, _) in first.items():
                     if game_id in scored_now:
                         applied.append((item, scored_now[game_id]))
+                    elif game_id in corrected:
+                        applied.append((item, corrected[game_id]))
+                        self.metrics.results_corrected.labels(self.service, item.source).inc()
+                        log.warning("provisional result replaced by the play site's", extra={"game_id": game_id})
                     else:
                         ignored["already_scored"] += 1
         service = self.metrics.service

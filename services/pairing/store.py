@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import asyncpg
 
@@ -132,6 +132,10 @@ async def games_by_id(db: Executor, game_ids: Sequence[str]) -> dict[str, Row]:
     return {row["game_id"]: row for row in rows}
 
 
+# The topics whose results stand only until the play site's GameFinished says otherwise.
+PROVISIONAL_SOURCES: Final = ("clock.flagged", "game.abandoned")
+
+
 @dataclass(frozen=True)
 class ResultRow:
     """A result to record on a game."""
@@ -166,6 +170,35 @@ async def record_results(connection: asyncpg.Connection, results: Sequence[Resul
         [r.game_id for r in results], [r.kind for r in results], [r.result for r in results],
         [r.termination for r in results], [r.white_points for r in results], [r.black_points for r in results],
         [r.rated for r in results], [r.decided_by for r in results], at,
+    )
+    return {row["game_id"]: row["tournament_id"] for row in rows}
+
+
+async def correct_results(connection: asyncpg.Connection, results: Sequence[ResultRow]) -> dict[str, str]:
+    """Replace provisional results (a flag's, an abandonment's) by the play site's final ones that differ.
+
+    Only while the tournament runs: a finished tournament's table is final. Returns {game id:
+    tournament id} of the games corrected; the decision replaced is kept in `overruled`.
+    """
+    if not results:
+        return {}
+    rows = await connection.fetch(
+        """
+        UPDATE games AS g SET kind = r.kind, result = r.result, termination = r.termination,
+            white_points = r.white_points, black_points = r.black_points, rated = r.rated,
+            overruled = g.decided_by, decided_by = r.decided_by
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::bool[], $8::text[])
+            AS r(game_id, kind, result, termination, white_points, black_points, rated, decided_by),
+            tournaments AS t
+        WHERE g.game_id = r.game_id AND g.finished AND t.id = g.tournament_id AND t.state = 'running'
+            AND split_part(g.decided_by, ':', 1) = ANY($9::text[])
+            AND (g.kind, g.result, g.termination, g.white_points, g.black_points, g.rated)
+                IS DISTINCT FROM (r.kind, r.result, r.termination, r.white_points, r.black_points, r.rated)
+        RETURNING g.game_id, g.tournament_id
+        """,
+        [r.game_id for r in results], [r.kind for r in results], [r.result for r in results],
+        [r.termination for r in results], [r.white_points for r in results], [r.black_points for r in results],
+        [r.rated for r in results], [r.decided_by for r in results], list(PROVISIONAL_SOURCES),
     )
     return {row["game_id"]: row["tournament_id"] for row in rows}
 

@@ -166,3 +166,56 @@ async def test_cancelled_below_its_minimum(pairing, site) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await pairing.stub.GetPairings(tp.GetPairingsRequest(tournament_id=tournament_id, round=1))
     assert info.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_the_play_sites_final_word_replaces_a_differing_flag(pairing, site) -> None:
+    """A flag scores a game at once; the play site's GameFinished, the final word, replaces it when it differs
+    (after a broker outage the clock can flag moves it had not received); later flags change nothing."""
+    entrants = [player("word") for _ in range(4)]
+    tournament_id = await open_tournament(pairing, site, entrants, Behaviour(seed=6, hold=True), rated=True)
+    log = site.logs[tournament_id]
+    await site.wait_for(lambda: len(log.requests) >= 2, 60, "round 1's games")
+    request = next(iter(log.requests.values()))[0]
+    game_id = request.game_id
+    corrected_before = metric(pairing, "arbiter_results_corrected_total", source="game.finished")
+
+    async def game_row() -> tp.GameRecord:
+        pairings = await pairing.stub.GetPairings(tp.GetPairingsRequest(tournament_id=tournament_id))
+        return next(g for r in pairings.rounds for g in r.games if g.game_id == game_id)
+
+    async def until(predicate, what: str) -> tp.GameRecord:
+        for _ in range(300):
+            game = await game_row()
+            if predicate(game):
+                return game
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}: {await game_row()}")
+
+    flag = ev.ClockFlagged(game_id=game_id, loser_id=request.white_id, reason=common.TERMINATION_TIME)
+    flag.meta.event_id = f"test-flag-{game_id}"
+    await site.publish(flag)
+    flagged = await until(lambda g: g.finished, "the flag")
+    assert flagged.result == common.GAME_RESULT_BLACK_WINS and (flagged.white_points, flagged.black_points) == (0, 2)
+
+    final = ev.GameFinished(
+        game_id=game_id, white_id=request.white_id, black_id=request.black_id, competition=request.competition,
+        variant=request.variant, speed=request.speed, result=common.GAME_RESULT_WHITE_WINS,
+        termination=common.TERMINATION_RESIGNATION, white_sat=True, black_sat=True, rated=True, plies=30,
+    )
+    final.meta.event_id = f"test-final-{game_id}"
+    await site.publish(final)
+    corrected = await until(lambda g: g.result == common.GAME_RESULT_WHITE_WINS, "the correction")
+    assert (corrected.white_points, corrected.black_points) == (2, 0)
+    assert corrected.termination == common.TERMINATION_RESIGNATION and corrected.rated
+    assert metric(pairing, "arbiter_results_corrected_total", source="game.finished") == corrected_before + 1
+    standings = await pairing.stub.GetStandings(tp.GetStandingsRequest(tournament_id=tournament_id))
+    assert {r.player_id: r.points for r in standings.rows}[request.white_id] == 2
+
+    # A later flag, and the final word delivered again, change nothing more.
+    late = ev.ClockFlagged(game_id=game_id, loser_id=request.black_id, reason=common.TERMINATION_TIME)
+    late.meta.event_id = f"test-late-flag-{game_id}"
+    await site.publish(late)
+    await site.publish(final)
+    await asyncio.sleep(1.0)
+    assert (await game_row()).result == common.GAME_RESULT_WHITE_WINS
+    assert metric(pairing, "arbiter_results_corrected_total", source="game.finished") == corrected_before + 1
