@@ -59,6 +59,8 @@ class SystemStack:
     say: Callable[[str], None] = print
     # Service tokens on (issue 10): without AUTH_KEYS in the environment, a key is made for this run.
     auth: bool = False
+    # This system's consumer groups, apart from any other system's on the same broker (KAFKA_GROUP_PREFIX).
+    kafka_group_prefix: str = field(default_factory=lambda: f"{secrets.token_hex(3)}.")
     kafka_bootstrap: str = ""
     redis_url: str = ""
     database_url: str = ""
@@ -67,6 +69,10 @@ class SystemStack:
     _infra: list[ManagedProcess] = field(default_factory=list)
     _postgres: EmbeddedPostgres | None = None
     _generated_key: str = ""
+
+    def consumer_group(self, name: str) -> str:
+        """The group id a service of this system consumes with, for `name` as the service code names it."""
+        return self.environ.get("KAFKA_GROUP_PREFIX", self.kafka_group_prefix) + name
 
     @property
     def auth_signing_key(self) -> str:
@@ -137,6 +143,7 @@ class SystemStack:
             env["TIME_ORIGIN"] = self.time_origin
         for other in self.services.values():
             env[f"{other.name.upper()}_GRPC_ADDR"] = other.grpc_address
+        env.setdefault("KAFKA_GROUP_PREFIX", self.kafka_group_prefix)
         env.update(self._auth_env())
         env.update(self.extra_env)
         return env

@@ -62,6 +62,7 @@ def subscribe(
     events since the last commit are delivered again.
     """
     service = metrics.service
+    group_id = settings.kafka_group_prefix + group_id
 
     async def on_message(body: Any) -> None:
         started = time.perf_counter()
@@ -111,6 +112,7 @@ def subscribe_many(
     if not handlers:
         raise ValueError("subscribe_many needs at least one topic")
     service = metrics.service
+    group_id = settings.kafka_group_prefix + group_id
     by_name = {topic.name: (topic, handler) for topic, handler in handlers.items()}
 
     async def decode(message: Any) -> Any:
