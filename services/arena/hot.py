@@ -30,21 +30,41 @@ from arbiter.competition.types import Side
 # One line per waiting player: id, waiting since, rank (1 + strictly better scores), colours,
 # record, opponents still in cooldown (comma separated), fields split by \x1f and lines by
 # \x1e: one bulk string parses far faster than thousands of nested replies. Nil when the
-# arena's keys are not built.
+# arena's keys are not built. Bulk commands (ranks from one walk down the board when many
+# wait, HMGET per chunk) keep a burst of thousands to a few hundred calls plus one per player.
 _SNAPSHOT = """
 if redis.call('EXISTS', KEYS[5]) == 0 then return false end
 local q = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+local n = #q / 2
+if n == 0 then return '' end
 local size = redis.call('ZCARD', KEYS[2])
+local ranks = {}
+if n * 16 >= size then
+  local board = redis.call('ZREVRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+  local rank, previous = 0, nil
+  for i = 1, #board, 2 do
+    if board[i + 1] ~= previous then rank = (i + 1) / 2; previous = board[i + 1] end
+    ranks[board[i]] = rank
+  end
+else
+  for i = 1, #q, 2 do
+    local score = redis.call('ZSCORE', KEYS[2], q[i])
+    if score then ranks[q[i]] = redis.call('ZCOUNT', KEYS[2], '(' .. score, '+inf') + 1 end
+  end
+end
 local out = {}
-for i = 1, #q, 2 do
-  local p = q[i]
-  local score = redis.call('ZSCORE', KEYS[2], p)
-  local rank
-  if score then rank = redis.call('ZCOUNT', KEYS[2], '(' .. score, '+inf') + 1 else rank = size + 1 end
-  local colour = redis.call('HGET', KEYS[4], p) or ''
-  local rec = redis.call('HGET', KEYS[3], p) or ''
-  local blocked = redis.call('ZRANGEBYSCORE', ARGV[2] .. p, '(' .. ARGV[1], '+inf')
-  out[#out + 1] = table.concat({p, q[i + 1], rank, colour, rec, table.concat(blocked, ',')}, '\\31')
+for first = 1, n, 500 do
+  local last = math.min(n, first + 499)
+  local ids = {}
+  for i = first, last do ids[#ids + 1] = q[2 * i - 1] end
+  local colours = redis.call('HMGET', KEYS[4], unpack(ids))
+  local recs = redis.call('HMGET', KEYS[3], unpack(ids))
+  for j = 1, #ids do
+    local p = ids[j]
+    local blocked = redis.call('ZRANGEBYSCORE', ARGV[2] .. p, '(' .. ARGV[1], '+inf')
+    out[#out + 1] = table.concat({p, q[2 * (first + j - 1)], ranks[p] or (size + 1), colours[j] or '',
+                                  recs[j] or '', table.concat(blocked, ',')}, '\\31')
+  end
 end
 return table.concat(out, '\\30')
 """
@@ -52,24 +72,39 @@ return table.concat(out, '\\30')
 # joined by \x1e (one argument encodes far faster than thousands).
 # A player leaves the queue only if they still wait since the instant the pass read: a
 # player who left and came back meanwhile is a new arrival, not the one just paired.
+# Bulk commands per chunk of 500 (ZMSCORE, ZREM, SADD, HSET): a burst of thousands costs
+# a few dozen calls.
 _TAKE = """
-local taken = 0
+local players, seen, colours = {}, {}, {}
 for line in string.gmatch(ARGV[1], '[^\\30]+') do
-  local p, seen, colours = string.match(line, '^([^\\31]*)\\31([^\\31]*)\\31(.*)$')
-  local since = redis.call('ZSCORE', KEYS[1], p)
-  if since and tonumber(since) == tonumber(seen) then
-    redis.call('ZREM', KEYS[1], p)
-    taken = taken + 1
+  local p, since, c = string.match(line, '^([^\\31]*)\\31([^\\31]*)\\31(.*)$')
+  players[#players + 1] = p
+  seen[#seen + 1] = tonumber(since)
+  colours[#colours + 1] = c
+end
+local taken = 0
+for first = 1, #players, 500 do
+  local last = math.min(#players, first + 499)
+  local scores = redis.call('ZMSCORE', KEYS[1], unpack(players, first, last))
+  local gone, fields = {}, {}
+  for i = first, last do
+    local since = scores[i - first + 1]
+    if since and tonumber(since) == seen[i] then gone[#gone + 1] = players[i] end
+    fields[#fields + 1] = players[i]
+    fields[#fields + 1] = colours[i]
   end
-  redis.call('SADD', KEYS[2], p)
-  redis.call('HSET', KEYS[3], p, colours)
+  if #gone > 0 then taken = taken + redis.call('ZREM', KEYS[1], unpack(gone)) end
+  redis.call('SADD', KEYS[2], unpack(players, first, last))
+  redis.call('HSET', KEYS[3], unpack(fields))
 end
 return taken
 """
-# KEYS: board, rec, playing, queue; ARGV: cooldown key prefix, now, then three packed lists
-# (\x1e between items, \x1f between fields): players "id, board score, record", pairs
+# KEYS: board, rec, playing, queue, ready; ARGV: cooldown key prefix, now, then three packed
+# lists (\x1e between items, \x1f between fields): players "id, board score, record", pairs
 # "a, b, next allowed instant", requeued players "id, waiting since" (added only if absent).
+# Returns 0 and changes nothing when the arena's keys are not built (the caller rebuilds).
 _SCORED = """
+if redis.call('EXISTS', KEYS[5]) == 0 then return 0 end
 for line in string.gmatch(ARGV[3], '[^\\30]+') do
   local p, score, rec = string.match(line, '^([^\\31]*)\\31([^\\31]*)\\31(.*)$')
   redis.call('ZADD', KEYS[1], score, p)
@@ -203,6 +238,10 @@ class HotStore:
         """Are the arena's keys complete (the marker is set by `load` only)?"""
         return bool(await self.redis.exists(self.key(arena_id, "ready")))
 
+    async def invalidate(self, arena_id: str) -> None:
+        """Drop the marker: the next reader rebuilds the arena's keys from PostgreSQL."""
+        await self.redis.delete(self.key(arena_id, "ready"))
+
     async def load(self, arena_id: str, hot: HotArena, known_players: Iterable[str]) -> None:
         """Replace the arena's keys by `hot`, atomically, and set the marker last."""
         k = lambda name: self.key(arena_id, name)  # noqa: E731
@@ -260,11 +299,21 @@ class HotStore:
         if rows is None:
             return None
         waiting = []
+        # Few distinct colour and record values recur across thousands of players: decode each once.
+        colour_values: dict[str, Colours] = {}
+        record_values: dict[str, ArenaPlayerRecord] = {}
+        nobody: frozenset[str] = frozenset()
         for line in rows.decode().split("\x1e") if rows else ():
             player, since, rank, colours, record, blocked = line.split("\x1f")
+            colour = colour_values.get(colours)
+            if colour is None:
+                colour = colour_values[colours] = Colours.decode(colours)
+            stored = record_values.get(record)
+            if stored is None:
+                stored = record_values[record] = decode_record(record)
             waiting.append(Waiting(
-                player_id=player, since=float(since), rank=int(rank), colours=Colours.decode(colours),
-                record=decode_record(record), blocked=frozenset(blocked.split(",")) if blocked else frozenset(),
+                player_id=player, since=float(since), rank=int(rank), colours=colour,
+                record=stored, blocked=frozenset(blocked.split(",")) if blocked else nobody,
             ))
         return waiting
 
@@ -276,23 +325,18 @@ class HotStore:
         k = lambda name: self.key(arena_id, name)  # noqa: E731
         return int(await self._take(keys=[k("queue"), k("playing"), k("colours")], args=[packed]))
 
-    async def discard_waiting(self, arena_id: str, players: Iterable[str]) -> None:
-        """Drop players from the queue whom PostgreSQL says may not be paired (left, or still playing)."""
-        players = list(players)
-        if players:
-            await self.redis.zrem(self.key(arena_id, "queue"), *players)
-
     # -- a finished game ---------------------------------------------------------------------
 
     async def scored_many(
         self, arena_id: str,
         games: Sequence[tuple[Mapping[str, ArenaPlayerRecord], tuple[str, str, float] | None, Mapping[str, float]]],
         now: float,
-    ) -> None:
+    ) -> bool:
         """For each finished game: the players' records and board scores, the pair's cooldown, the requeue.
 
         One script call for all of them (AR-2..AR-6); the values are absolute, so applying
-        them again (a redelivered result) changes nothing.
+        them again (a redelivered result) changes nothing. False, and nothing written, when the
+        arena's keys are not built (a flush): the caller rebuilds them from PostgreSQL.
         """
         players: list[str] = []
         cooldowns: list[str] = []
@@ -305,10 +349,10 @@ class HotStore:
                 cooldowns.append(f"{cooldown[0]}\x1f{cooldown[1]}\x1f{cooldown[2]!r}")
             requeue.extend(f"{player}\x1f{since!r}" for player, since in waiting.items())
         k = lambda name: self.key(arena_id, name)  # noqa: E731
-        await self._scored(
-            keys=[k("board"), k("rec"), k("playing"), k("queue")],
+        return bool(await self._scored(
+            keys=[k("board"), k("rec"), k("playing"), k("queue"), k("ready")],
             args=[k("cool:"), repr(now), "\x1e".join(players), "\x1e".join(cooldowns), "\x1e".join(requeue)],
-        )
+        ))
 
     # -- the leaderboard ---------------------------------------------------------------------
 

@@ -3,9 +3,9 @@
 A pass reads the waiting queue, ranks, colours and cooldowns from Redis, the ratings from
 the rating service (cached), calls the pure `match_waiting`, then saves the games and their
 GameRequested events in one transaction and takes the paired players out of the queue.
-PostgreSQL has the last word: under the arena's row lock the save drops any pairing of a
-player who left or is still in a game, so two replicas pairing at once (a lease lost in a
-pause) can never put a player in two games.
+PostgreSQL has the last word: under the arena's pairing lock (joins and leaves take it too)
+the save drops any pairing of a player who left or is still in a game, so two replicas
+pairing at once (a lease lost in a pause) can never put a player in two games.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class Matchmaker:
         self.settings = settings
         self.replica = replica or settings.replica_id or uuid.uuid4().hex
         # The benchmark's probe: called with (arena id, [(game id, white, black)]) right after a save commits
-        # (the GameRequested events are then in the outbox), before the queue update.
+        # (the GameRequested events are then in the outbox); the queue update may still be in flight.
         self.on_paired = on_paired
         self._wakes: dict[str, asyncio.Event] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
@@ -170,23 +170,50 @@ class Matchmaker:
             pairings = match_waiting(players, blocked, now, seed=int(now.timestamp()))
         if not pairings:
             return 0
-        saved, game_ids, refused = await self._save(info, pairings, now)
-        if refused:
-            await self.hot.discard_waiting(arena_id, refused)
-        if saved and self.on_paired is not None:
-            self.on_paired(arena_id, [(g, p.white, p.black) for g, p in zip(game_ids, saved, strict=True)])
+        taken: list[tuple[str, float, Colours]] = []
+        for pairing in pairings:
+            white, black = by_id[pairing.white], by_id[pairing.black]
+            taken.append((white.player_id, white.since, white.colours.after(Side.WHITE)))
+            taken.append((black.player_id, black.since, black.colours.after(Side.BLACK)))
+        # The queue update goes out with the save instead of after it, so Redis and PostgreSQL
+        # work at the same time (a burst of thousands costs each tens of milliseconds). Nothing
+        # reads the paired players' Redis state as playing before their games exist: their results
+        # cannot come earlier. PostgreSQL has the last word: whenever it did not save exactly
+        # these pairings, Redis is rebuilt from it.
+        outcome, took = await asyncio.gather(
+            self._save_and_report(info, pairings, now), self.hot.take(arena_id, taken), return_exceptions=True
+        )
+        if isinstance(outcome, BaseException) or len(outcome[0]) != len(pairings):
+            await self._resync(arena_id)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        saved, _, refused = outcome
+        if isinstance(took, BaseException):
+            # Saved but Redis not updated: the next pass's save refuses the stale entries and resyncs.
+            raise took
         if saved:
-            taken: list[tuple[str, float, Colours]] = []
-            for pairing in saved:
-                white, black = by_id[pairing.white], by_id[pairing.black]
-                taken.append((white.player_id, white.since, white.colours.after(Side.WHITE)))
-                taken.append((black.player_id, black.since, black.colours.after(Side.BLACK)))
-            await self.hot.take(arena_id, taken)
             self._observe(saved, by_id, now)
             self.metrics.waiting.labels(service, arena_id).set(len(waiting) - 2 * len(saved) - len(refused))
             await self.hub.publish(arena_id, "paired")
         self.metrics.pass_seconds.labels(service).observe(time.perf_counter() - started)
         return len(saved)
+
+    async def _save_and_report(
+        self, info: ArenaInfo, pairings: Sequence[ArenaPairing], now: datetime
+    ) -> tuple[list[ArenaPairing], list[str], list[str]]:
+        saved, game_ids, refused = await self._save(info, pairings, now)
+        if saved and self.on_paired is not None:
+            self.on_paired(info.arena_id, [(g, p.white, p.black) for g, p in zip(game_ids, saved, strict=True)])
+        return saved, game_ids, refused
+
+    async def _resync(self, arena_id: str) -> None:
+        """Redis and PostgreSQL disagree after a pass: rebuild now, or mark the keys for the next reader."""
+        try:
+            await self.rebuild(arena_id)
+        except (OSError, RedisError, asyncpg.PostgresError, asyncio.TimeoutError):
+            log.warning("rebuild after a refused save failed; the next pass rebuilds", extra={"arena_id": arena_id})
+            with contextlib.suppress(OSError, RedisError):
+                await self.hot.invalidate(arena_id)
 
     def _observe(self, saved: Sequence[ArenaPairing], by_id: dict[str, Waiting], now: datetime) -> None:
         scale = self.clock.scale
@@ -206,58 +233,82 @@ class Matchmaker:
         arena_id = info.arena_id
         candidates = [p for pairing in pairings for p in (pairing.white, pairing.black)]
         async with self.pool.acquire() as connection, connection.transaction():
-            arena = await store.arena(connection, arena_id, "FOR UPDATE")
+            # The arena's row in share mode, like results, joins and leaves: none of them waits for
+            # another, while the end (AR-1) and a rebuild (update mode) wait for all. Pairing saves,
+            # joins and leaves of one arena take turns by the advisory lock (store.lock_pairing).
+            arena = await connection.fetchrow(
+                "SELECT state, ends_at, pg_advisory_xact_lock(hashtextextended($2, 0)) IS NULL AS locked"
+                " FROM arenas WHERE id = $1 FOR SHARE",
+                arena_id, store.PAIRING_LOCK + arena_id,
+            )
             if arena is None or arena["state"] != "running" or now >= arena["ends_at"]:
                 return [], [], []
-            # No row locks needed: joins, leaves and results hold the arena's row in share mode,
-            # so none of them runs while this transaction holds it in update mode.
-            seats = await connection.fetch(
-                "SELECT player_id, active FROM arena_players WHERE arena_id = $1 AND player_id = ANY($2::text[])",
+            # Seated, active and in no running game, read after the lock (a new snapshot): one probe
+            # of the players' key, one bitmap scan of the two partial indexes on running games
+            # (hashed once). Game numbers continue from the last one (the pairing lock makes this
+            # the only writer).
+            rows = await connection.fetch(
+                "SELECT s.player_id, (SELECT coalesce(max(seq), 0) FROM arena_games WHERE arena_id = $1) AS last"
+                " FROM arena_players s WHERE s.arena_id = $1 AND s.player_id = ANY($2::text[]) AND s.active"
+                " AND s.player_id NOT IN (SELECT unnest(ARRAY[g.white_id, g.black_id]) FROM arena_games g"
+                " WHERE g.arena_id = $1 AND g.result IS NULL"
+                " AND (g.white_id = ANY($2::text[]) OR g.black_id = ANY($2::text[])))",
                 arena_id, candidates,
             )
-            playing = {
-                p for row in await connection.fetch(
-                    "SELECT white_id, black_id FROM arena_games WHERE arena_id = $1 AND result IS NULL"
-                    " AND (white_id = ANY($2::text[]) OR black_id = ANY($2::text[]))",
-                    arena_id, candidates,
-                ) for p in (row["white_id"], row["black_id"])
-            }
             # Never two games at once, never a player who left: whatever Redis said.
-            free = {row["player_id"] for row in seats if row["active"]} - playing
+            free = {row["player_id"] for row in rows}
             refused = sorted(set(candidates) - free)
             if refused:
                 log.info("players dropped from the queue at save", extra={"arena_id": arena_id, "players": refused})
             kept = [p for p in pairings if p.white in free and p.black in free]
             if not kept:
                 return [], [], refused
-            first = arena["next_seq"]
+            first = rows[0]["last"] + 1
             ids = [store.game_id(arena_id, first + i) for i in range(len(kept))]
-            await connection.execute(
-                "WITH games AS (INSERT INTO arena_games (game_id, arena_id, seq, white_id, black_id, requested_at)"
+            insert = asyncio.ensure_future(connection.execute(
+                "INSERT INTO arena_games (game_id, arena_id, seq, white_id, black_id, requested_at)"
                 " SELECT g, $1, s, w, b, $6 FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[])"
-                " AS t(g, s, w, b)) UPDATE arenas SET next_seq = $7 WHERE id = $1",
+                " AS t(g, s, w, b)",
                 arena_id, ids, [first + i for i in range(len(kept))], [p.white for p in kept],
-                [p.black for p in kept], now, first + len(kept),
-            )
-            await self.outbox.add(
-                connection, *(self._requested(info, game_id, p, now) for game_id, p in zip(ids, kept, strict=True))
-            )
+                [p.black for p in kept], now,
+            ))
+            # Let the insert go out, then build the events while PostgreSQL writes the games: in a
+            # burst of thousands both take tens of milliseconds, one on each side.
+            await asyncio.sleep(0)
+            try:
+                events = self._requested(info, ids, kept, now)
+            finally:
+                # Never leave the connection with a statement in flight.
+                await insert
+            await self.outbox.add(connection, *events)
         return kept, ids, refused
 
-    @staticmethod
-    def _requested(info: ArenaInfo, game_id: str, pairing: ArenaPairing, now: datetime) -> ev.GameRequested:
-        event = ev.GameRequested(
-            game_id=game_id, competition=common.CompetitionRef(kind=common.COMPETITION_KIND_ARENA, id=info.arena_id),
-            variant=info.variant, white_id=pairing.white, black_id=pairing.black,
-            speed=info.speed,  # type: ignore[arg-type]
+    def _requested(
+        self, info: ArenaInfo, game_ids: Sequence[str], pairings: Sequence[ArenaPairing], now: datetime
+    ) -> list[ev.GameRequested]:
+        """The GameRequested of each new game, copied from one template per pass (a burst opens thousands)."""
+        template = ev.GameRequested(
+            competition=common.CompetitionRef(kind=common.COMPETITION_KIND_ARENA, id=info.arena_id),
+            variant=info.variant, speed=info.speed,  # type: ignore[arg-type]
             rated=info.rated, boost_allowed=True, requested_at=timestamp(now),
             opening=common.Opening(variant=info.variant, mode=common.OPENING_MODE_FREE, fen=info.fen),
         )
-        event.time_control.fischer.base_seconds = info.base_seconds
-        event.time_control.fischer.increment_seconds = info.increment_seconds
-        # Deterministic: a pass replayed after a crash publishes the same event id.
-        event.meta.event_id = f"{game_id}/requested"
-        return event
+        template.time_control.fischer.base_seconds = info.base_seconds
+        template.time_control.fischer.increment_seconds = info.increment_seconds
+        # Stamped here once rather than by the outbox per event: the pairing's instant, this producer.
+        template.meta.occurred_at.CopyFrom(template.requested_at)
+        template.meta.producer = self.outbox.producer
+        events = []
+        for game_id, pairing in zip(game_ids, pairings, strict=True):
+            event = ev.GameRequested()
+            event.CopyFrom(template)
+            event.game_id = game_id
+            event.white_id = pairing.white
+            event.black_id = pairing.black
+            # Deterministic: a pass replayed after a crash publishes the same event id.
+            event.meta.event_id = f"{game_id}/requested"
+            events.append(event)
+        return events
 
     # -- ownership ----------------------------------------------------------------------------
 

@@ -119,24 +119,25 @@ class ResultDesk:
                 _, records[seat] = score_game(records[seat], result.outcome_for(side), boosted)
             scored_games.append((game["game_id"], result.value, common.Termination.Name(event.termination), at))
         if scored_games:
+            scored_ids = {row[0] for row in scored_games}
             changed = sorted({(g["arena_id"], p) for g in games for p in (g["white_id"], g["black_id"])
-                              if g["game_id"] in {s[0] for s in scored_games}})
+                              if g["game_id"] in scored_ids})
+            # Records and games in one statement (one round trip per batch). Scoring order (AR-4
+            # streaks) is the order of the games list; a player is in one game of it at most.
             await connection.execute(
-                "UPDATE arena_players p SET points = s.points, wins = s.wins, draws = s.draws, losses = s.losses,"
-                " streak = s.streak FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::int[], $6::int[],"
-                " $7::int[]) AS s(a, q, points, wins, draws, losses, streak)"
-                " WHERE p.arena_id = s.a AND p.player_id = s.q",
+                "WITH records AS (UPDATE arena_players p SET points = s.points, wins = s.wins, draws = s.draws,"
+                " losses = s.losses, streak = s.streak FROM unnest($1::text[], $2::text[], $3::int[], $4::int[],"
+                " $5::int[], $6::int[], $7::int[]) AS s(a, q, points, wins, draws, losses, streak)"
+                " WHERE p.arena_id = s.a AND p.player_id = s.q)"
+                " UPDATE arena_games g SET result = s.result, termination = s.termination, finished_at = s.at,"
+                " scored_seq = nextval('arena_scoring_order')"
+                " FROM unnest($8::text[], $9::text[], $10::text[], $11::timestamptz[])"
+                " AS s(id, result, termination, at)"
+                " WHERE g.game_id = s.id",
                 [a for a, _ in changed], [q for _, q in changed], *(
                     [getattr(records[seat], field) for seat in changed]
                     for field in ("points", "wins", "draws", "losses", "streak")
                 ),
-            )
-            # Scoring order (AR-4 streaks) is the order of this list; a player is in one game of it at most.
-            await connection.execute(
-                "UPDATE arena_games g SET result = s.result, termination = s.termination, finished_at = s.at,"
-                " scored_seq = nextval('arena_scoring_order')"
-                " FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS s(id, result, termination, at)"
-                " WHERE g.game_id = s.id",
                 *([row[i] for row in scored_games] for i in range(4)),
             )
         done = [g for g in games if g["game_id"] in finished_at]
@@ -190,10 +191,7 @@ class ResultDesk:
             by_arena.setdefault(effect.arena_id, []).append(effect)
         now = self.clock.now().timestamp()
         for arena_id, scored in by_arena.items():
-            if await self.hot.is_ready(arena_id):
-                await self.hot.scored_many(
-                    arena_id, [(e.records, e.cooldown, e.requeue) for e in scored], now)
-            else:
+            if not await self.hot.scored_many(arena_id, [(e.records, e.cooldown, e.requeue) for e in scored], now):
                 # Redis lost the arena (a flush, a new node): everything comes back from PostgreSQL.
                 await self.matchmaker.rebuild(arena_id)
             if any(e.requeue for e in scored):

@@ -226,6 +226,8 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
         async with self.pool.acquire() as connection, connection.transaction():
             locked = await store.arena(connection, row["id"], "FOR SHARE")
             self._open(locked, "joining")
+            # A pairing save must see this join either whole or not at all (see store.lock_pairing).
+            await store.lock_pairing(connection, row["id"])
             current = await store.player(connection, row["id"], player, "FOR UPDATE")
             if current is not None and current["active"]:
                 raise AlreadyExists(f"{player} is already in arena {row['id']}")
@@ -270,6 +272,7 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
             raise FailedPrecondition(f"arena {row['id']} is over; there is nothing to leave")
         async with self.pool.acquire() as connection, connection.transaction():
             await store.arena(connection, row["id"], "FOR SHARE")
+            await store.lock_pairing(connection, row["id"])
             current = await store.player(connection, row["id"], player, "FOR UPDATE")
             if current is None or not current["active"]:
                 raise FailedPrecondition(f"{player} is not in arena {row['id']}")

@@ -18,6 +18,16 @@ async def arena(db: Connection, arena_id: str, lock: str = "") -> asyncpg.Record
     return await db.fetchrow(f"SELECT * FROM arenas WHERE id = $1 {lock}", arena_id)
 
 
+async def lock_pairing(connection: asyncpg.Connection, arena_id: str) -> None:
+    """In a transaction: take turns with the arena's pairing saves, joins and leaves (held until commit)."""
+    # An advisory lock rather than the arena's row: results hold that row in share mode all
+    # the time, and a pairing that had to wait for them would add their time to every requeue.
+    await connection.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", PAIRING_LOCK + arena_id)
+
+
+PAIRING_LOCK = "arena-pairing:"
+
+
 async def arena_by_request(db: Connection, creator_id: str, request_id: str) -> asyncpg.Record | None:
     """The arena a creator made with `request_id` (a retried Create returns it)."""
     return await db.fetchrow("SELECT * FROM arenas WHERE creator_id = $1 AND request_id = $2", creator_id, request_id)

@@ -17,11 +17,14 @@ How `match_waiting` pairs (what is optimal, what is heuristic):
    each player left over that grows with their waiting time, so the one
    left over is preferably a recent arrival.
 3. Pass 1 solves that objective EXACTLY among the matchings whose partners
-   are at most `reach` places apart in the order (a banded dynamic
-   programme, linear in the number of players, up to 2**reach states per
-   player). With at most `EXACT_UP_TO` players the reach covers everyone and
-   the result is the exact optimum over all matchings. With no cooldowns at
-   all, everybody but at most one player is paired, whatever the size.
+   are at most `reach` places apart in the order, except that a player whose
+   next `NEAR_REACH` may all meet them is offered only those (a banded
+   dynamic programme, linear in the number of players, up to 2**reach states
+   per player where cooldowns cut the band and 2**NEAR_REACH elsewhere: the
+   cheap case of a large field, which pairs neighbours anyway). With at most
+   `EXACT_UP_TO` players the reach covers everyone and the result is the
+   exact optimum over all matchings. With no cooldowns at all, everybody but
+   at most one player is paired, whatever the size.
 4. Repairs, for the players pass 1 leaves over when cooldowns cut their
    band (heuristic, except where stated): the same programme again among
    the left-over players only (their window widens to whoever else is
@@ -78,9 +81,13 @@ WAIT_WEIGHT: Final = 10
 WAIT_CAP_SECONDS: Final = 300
 
 # How many places apart two partners may be in pass 1. The programme keeps
-# up to 2**reach states per player; 4 pairs 5,000 players in ~100 ms, and a
-# wider reach lowers the total cost by less than 1% (see the benchmark).
+# up to 2**reach states per player where cooldowns cut the band; 4 pairs
+# 5,000 players in ~35 ms, and a wider reach lowers the total cost by less
+# than 1% (see the benchmark).
 DEFAULT_REACH: Final = 4
+# Where nobody among a player's next NEAR_REACH is in cooldown with them, only those are
+# partners for pass 1 (a farther partner there lowers the total cost by < 0.1%, see the benchmark).
+NEAR_REACH: Final = 2
 # Up to this many players the reach covers the whole list: exact, <= ~10 ms.
 EXACT_UP_TO: Final = 16
 MAX_REACH: Final = 24
@@ -207,15 +214,16 @@ def match_waiting(
     leave_cost = [WAIT_WEIGHT * _waited_seconds(p, now) for p in order]
     ids = [p.player_id for p in order]
 
+    near = min(reach, NEAR_REACH)
     if len(order) <= EXACT_UP_TO:
-        reach = max(reach, len(order) - 1)
+        reach = near = max(reach, len(order) - 1)
     pairs: list[tuple[int, int]] = []
     left = list(range(len(order)))
     # Pass 1 over everybody, then the leftover passes (heuristic, see above).
     for _ in range(1 + _LEFTOVER_PASSES):
         if len(left) < 2:
             break
-        found, left = _band_matching(left, reach, ids, blocked, pair_cost, leave_cost)
+        found, left = _band_matching(left, reach, near, ids, blocked, pair_cost, leave_cost)
         if not found:
             break
         pairs.extend(found)
@@ -279,6 +287,7 @@ def _pair_cost_function(order: list[WaitingPlayer]) -> Callable[[int, int], int]
 def _band_matching(
     seq: list[int],
     reach: int,
+    near: int,
     ids: list[PlayerId],
     blocked: Callable[[PlayerId, PlayerId], bool],
     pair_cost: Callable[[int, int], int],
@@ -286,7 +295,10 @@ def _band_matching(
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Exact optimum (fewest left over, then cost) among pairs at most `reach` apart in `seq`."""
     n = len(seq)
-    # Edges first, each charged to its earlier member: (step code, mask bit, cost).
+    # Edges first, each charged to its earlier member: (step code, mask bit, cost). A player
+    # whose `near` next ones may all meet them gets edges to those only; the full `reach` is
+    # for players a cooldown cuts off a neighbour. Unblocked stretches then keep at most
+    # 2**near states per player instead of 2**reach: the optimum is exact over this edge set.
     edges: list[list[tuple[int, int, int]]] = []
     bound = 1
     for pos in range(n):
@@ -299,7 +311,10 @@ def _band_matching(
                 continue
             c = pair_cost(i, j)
             row.append((k + _PAIRED, 1 << k, c))
-            top = max(top, c)
+            if c > top:
+                top = c
+            if k == near and len(row) == near:
+                break
         edges.append(row)
         bound += top + leave_cost[i]
     # Leaving a player over costs more than any difference in the rest, so

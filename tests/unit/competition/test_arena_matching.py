@@ -29,6 +29,7 @@ from arbiter.competition.arena_matching import (
     DEFAULT_REACH,
     EXACT_UP_TO,
     MAX_REACH,
+    NEAR_REACH,
     RANK_WEIGHT_BOTTOM,
     RANK_WEIGHT_TOP,
     WAIT_CAP_SECONDS,
@@ -237,6 +238,17 @@ def test_a_blocked_player_finds_a_far_partner() -> None:
     assert pair("x", "z") in pairs_of(got)
 
 
+def test_in_a_large_field_a_blocked_neighbour_widens_the_band() -> None:
+    # Beyond EXACT_UP_TO players pass 1 offers the NEAR_REACH next players only, unless a
+    # cooldown cuts one of them off: then the full reach (AR-3 never costs the game).
+    players = [player(f"p{i:02d}", rank=1 + i) for i in range(EXACT_UP_TO + 4)]
+    blocked = {pair("p00", "p01"), pair("p00", "p02")}
+    got = match_waiting(players, blocked, NOW)
+    assert len(got) == len(players) // 2
+    assert pair("p00", "p03") in pairs_of(got)
+    assert not pairs_of(got) & blocked
+
+
 def test_the_most_recent_arrival_is_left_over() -> None:
     players = [player("a", waited=30), player("b", waited=2), player("c", waited=45)]
     got = match_waiting(players, frozenset(), NOW)
@@ -373,6 +385,13 @@ def test_without_cooldowns_all_but_at_most_one_play(
     got = match_waiting(players, frozenset(), NOW)
     _check_valid(players, frozenset(), got)
     assert len(got) == len(players) // 2
+
+
+@given(waiting_fields(max_players=80, cooldowns=False))
+def test_without_cooldowns_the_near_band_is_the_whole_programme(field: Field) -> None:
+    # Nobody in cooldown: pass 1 at the default reach is pass 1 at NEAR_REACH (AR-2).
+    players, _ = field
+    assert match_waiting(players, frozenset(), NOW) == match_waiting(players, frozenset(), NOW, reach=NEAR_REACH)
 
 
 @given(waiting_fields(max_players=30), st.randoms(use_true_random=False), st.integers(0, 3))
