@@ -35,16 +35,27 @@ class HistoryRow:
     after: PlayerState
 
 
-async def lock_pool(connection: asyncpg.Connection, pool: Pool) -> None:
-    """Serialise writers of `pool` across replicas until the transaction ends (a late game may touch any player)."""
-    await connection.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", pool.lock_name)
+async def lock_pools(connection: asyncpg.Connection, pools: Collection[Pool]) -> None:
+    """Serialise writers of `pools` across replicas until the transaction ends (a late game may touch any player).
+
+    The locks are taken in one statement in sorted order, so two replicas locking
+    overlapping sets of pools never deadlock.
+    """
+    if pools:
+        await connection.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(name, 0)) FROM unnest($1::text[]) AS t(name)",
+            sorted(pool.lock_name for pool in pools),
+        )
 
 
 async def rated_game_ids(connection: asyncpg.Connection, game_ids: Collection[str]) -> set[str]:
     """Those of `game_ids` already rated (under whatever event id they came)."""
     if not game_ids:
         return set()
-    rows = await connection.fetch("SELECT game_id FROM rated_games WHERE game_id = ANY($1::text[])", list(game_ids))
+    rows = await connection.fetch(
+        "SELECT g.game_id FROM unnest($1::text[]) AS u(game_id) JOIN rated_games AS g ON g.game_id = u.game_id",
+        list(game_ids),
+    )
     return {row["game_id"] for row in rows}
 
 
@@ -59,14 +70,35 @@ def _applied(row: asyncpg.Record) -> AppliedGame:
     )
 
 
-async def games_after(connection: asyncpg.Connection, pool: Pool, key: GameKey) -> list[GameToRate]:
-    """Who played whom in every rated game of `pool` after `key` (light rows: what `ledger.reach` needs)."""
+async def games_after(
+    connection: asyncpg.Connection, keys: Mapping[Pool, GameKey]
+) -> dict[Pool, list[tuple[GameKey, str, str]]]:
+    """Who played whom in every rated game of each pool after its key, in canonical order (`ledger.Meeting`s).
+
+    One row of arrays per pool, turned into plain tuples: a backlog makes these thousands of
+    games per batch, and arrays decode far cheaper than a record (or an object) per game.
+    """
+    if not keys:
+        return {}
+    pools = list(keys)
     rows = await connection.fetch(
-        "SELECT game_id, finished_at, white_id, black_id, white_score FROM rated_games"
-        " WHERE variant = $1 AND speed = $2 AND (finished_at, game_id) > ($3, $4)",
-        pool.variant, pool.speed, key[0], key[1],
+        "SELECT g.finished, g.ids, g.whites, g.blacks"
+        " FROM unnest($1::text[], $2::smallint[], $3::timestamptz[], $4::text[]) WITH ORDINALITY"
+        " AS k(variant, speed, finished_at, game_id, position)"
+        " CROSS JOIN LATERAL (SELECT array_agg(r.finished_at ORDER BY r.finished_at, r.game_id) AS finished,"
+        " array_agg(r.game_id ORDER BY r.finished_at, r.game_id) AS ids,"
+        " array_agg(r.white_id ORDER BY r.finished_at, r.game_id) AS whites,"
+        " array_agg(r.black_id ORDER BY r.finished_at, r.game_id) AS blacks FROM rated_games AS r"
+        " WHERE r.variant = k.variant AND r.speed = k.speed"
+        " AND (r.finished_at, r.game_id) > (k.finished_at, k.game_id)) AS g"
+        " ORDER BY k.position",
+        [p.variant for p in pools], [p.speed for p in pools],
+        [keys[p][0] for p in pools], [keys[p][1] for p in pools],
     )
-    return [GameToRate(*row) for row in rows]
+    return {
+        pool: list(zip(zip(finished, ids, strict=True), whites, blacks, strict=True)) if finished else []
+        for pool, (finished, ids, whites, blacks) in zip(pools, rows, strict=True)
+    }
 
 
 async def applied_games(connection: asyncpg.Connection, game_ids: Collection[str]) -> list[AppliedGame]:
@@ -74,7 +106,8 @@ async def applied_games(connection: asyncpg.Connection, game_ids: Collection[str
     if not game_ids:
         return []
     rows = await connection.fetch(
-        f"{_SELECT_GAMES} WHERE game_id = ANY($1::text[]) ORDER BY finished_at, game_id", list(game_ids)
+        f"{_SELECT_GAMES} JOIN unnest($1::text[]) AS u(id) ON game_id = u.id ORDER BY finished_at, game_id",
+        list(game_ids),
     )
     return [_applied(row) for row in rows]
 
@@ -85,9 +118,12 @@ async def player_states(
     """The stored states of `player_ids` in `pool`; players never rated there are absent."""
     if not player_ids:
         return {}
+    # A join on unnest, not `= ANY`: on a small table the planner picks a hashed ANY over a
+    # sequential scan, whose cost grows with the table (50 ms per batch at 40,000 players).
     rows = await connection.fetch(
-        "SELECT player_id, rating, deviation, volatility, games, last_rated_at FROM ratings"
-        " WHERE variant = $1 AND speed = $2 AND player_id = ANY($3::text[])",
+        "SELECT r.player_id, r.rating, r.deviation, r.volatility, r.games, r.last_rated_at"
+        " FROM unnest($3::text[]) AS u(player_id)"
+        " JOIN ratings AS r ON r.variant = $1 AND r.speed = $2 AND r.player_id = u.player_id",
         pool.variant, pool.speed, list(player_ids),
     )
     return {
@@ -96,6 +132,31 @@ async def player_states(
         )
         for row in rows
     }
+
+
+async def pools_player_states(
+    connection: asyncpg.Connection, players: Mapping[Pool, Collection[str]]
+) -> dict[Pool, dict[str, PlayerState]]:
+    """`player_states` of several pools in one round trip."""
+    variants: list[str] = []
+    speeds: list[int] = []
+    ids: list[str] = []
+    for pool, pool_players in players.items():
+        variants += [pool.variant] * len(pool_players)
+        speeds += [pool.speed] * len(pool_players)
+        ids += pool_players
+    states: dict[Pool, dict[str, PlayerState]] = {pool: {} for pool in players}
+    if not ids:
+        return states
+    rows = await connection.fetch(
+        "SELECT r.variant, r.speed, r.player_id, r.rating, r.deviation, r.volatility, r.games, r.last_rated_at"
+        " FROM unnest($1::text[], $2::smallint[], $3::text[]) AS u(variant, speed, player_id)"
+        " JOIN ratings AS r ON r.variant = u.variant AND r.speed = u.speed AND r.player_id = u.player_id",
+        variants, speeds, ids,
+    )
+    for variant, speed, player, rating, deviation, volatility, games, last_rated_at in rows:
+        states[Pool(variant, speed)][player] = PlayerState(Rating(rating, deviation, volatility), games, last_rated_at)
+    return states
 
 
 def _game_values(pool: Pool, applied: AppliedGame) -> tuple[object, ...]:
@@ -111,12 +172,11 @@ def _game_values(pool: Pool, applied: AppliedGame) -> tuple[object, ...]:
     return tuple(values)
 
 
-async def insert_games(connection: asyncpg.Connection, pool: Pool, applied: Sequence[AppliedGame]) -> None:
-    """Store newly rated games (the caller checked under the pool lock that none is stored)."""
-    if applied:
-        await connection.copy_records_to_table(
-            "rated_games", records=[_game_values(pool, a) for a in applied], columns=list(_GAME_COLUMNS),
-        )
+async def insert_games(connection: asyncpg.Connection, applied: Mapping[Pool, Sequence[AppliedGame]]) -> None:
+    """Store newly rated games (the caller checked under the pools' locks that none is stored)."""
+    records = [_game_values(pool, a) for pool, games in applied.items() for a in games]
+    if records:
+        await connection.copy_records_to_table("rated_games", records=records, columns=list(_GAME_COLUMNS))
 
 
 async def rewrite_games(connection: asyncpg.Connection, applied: Sequence[AppliedGame], now: datetime) -> None:
@@ -140,22 +200,23 @@ async def rewrite_games(connection: asyncpg.Connection, applied: Sequence[Applie
     )
 
 
-async def save_states(connection: asyncpg.Connection, pool: Pool, states: Mapping[str, PlayerState]) -> None:
-    """Upsert the players' latest states in `pool`."""
-    if not states:
+_STATE_COLUMNS = ["variant", "speed", "player_id", "rating", "deviation", "volatility", "games", "last_rated_at"]
+
+
+async def save_states(connection: asyncpg.Connection, states: Mapping[Pool, Mapping[str, PlayerState]]) -> None:
+    """Upsert the players' latest states in their pools (in the caller's transaction)."""
+    rows = [(pool.variant, pool.speed, player, state.rating.rating, state.rating.rd, state.rating.vol, state.games,
+             state.last_rated_at) for pool, pool_states in states.items() for player, state in pool_states.items()]
+    if not rows:
         return
-    players = list(states)
+    await connection.copy_records_to_table("ratings_incoming", records=rows, columns=_STATE_COLUMNS)
     await connection.execute(
-        "INSERT INTO ratings (variant, speed, player_id, rating, deviation, volatility, games, last_rated_at)"
-        " SELECT $1, $2, * FROM unnest($3::text[], $4::double precision[], $5::double precision[],"
-        " $6::double precision[], $7::integer[], $8::timestamptz[])"
+        "WITH incoming AS (DELETE FROM ratings_incoming RETURNING *)"
+        " INSERT INTO ratings (variant, speed, player_id, rating, deviation, volatility, games, last_rated_at)"
+        " SELECT variant, speed, player_id, rating, deviation, volatility, games, last_rated_at FROM incoming"
         " ON CONFLICT (variant, speed, player_id) DO UPDATE SET rating = EXCLUDED.rating,"
         " deviation = EXCLUDED.deviation, volatility = EXCLUDED.volatility, games = EXCLUDED.games,"
-        " last_rated_at = EXCLUDED.last_rated_at",
-        pool.variant, pool.speed, players,
-        [states[p].rating.rating for p in players], [states[p].rating.rd for p in players],
-        [states[p].rating.vol for p in players], [states[p].games for p in players],
-        [states[p].last_rated_at for p in players],
+        " last_rated_at = EXCLUDED.last_rated_at"
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -50,15 +51,11 @@ class Outbox:
                 event.meta.event_id, event.DESCRIPTOR.full_name,  # type: ignore[attr-defined]
             ))
         if rows:
-            # One statement for the whole batch: a round of 2,500 games must not cost 2,500 round trips.
-            topics, keys, payloads, event_ids, event_types = (list(column) for column in zip(*rows))
-            await connection.execute(
-                "INSERT INTO outbox (topic, key, payload, event_id, event_type)"
-                " SELECT topic, key, payload, event_id, event_type"
-                " FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[])"
-                " WITH ORDINALITY AS batch(topic, key, payload, event_id, event_type, position)"
-                " ORDER BY position",
-                topics, keys, payloads, event_ids, event_types,
+            # One COPY for the whole batch: a round of 2,500 games must not cost 2,500 round trips,
+            # and COPY encodes rows far cheaper than array parameters. Ids follow the row order;
+            # the statement-level NOTIFY trigger fires for COPY as for INSERT.
+            await connection.copy_records_to_table(
+                "outbox", records=rows, columns=["topic", "key", "payload", "event_id", "event_type"],
             )
 
 
@@ -97,11 +94,12 @@ class OutboxRelay:
             if not rows:
                 self.metrics.outbox_pending.labels(self.metrics.service).set(0)
                 return 0
-            records = [OutboxRecord(**dict(row)) for row in rows]
+            # Positional, in the SELECT's (and the dataclass's) column order: a dict per row cost more than the rest.
+            records = [OutboxRecord(*row) for row in rows]
             await self.publish(records)
             await connection.execute("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [r.id for r in records])
-        for record in records:
-            self.metrics.events_published.labels(self.metrics.service, record.topic).inc()
+        for topic, count in Counter(record.topic for record in records).items():
+            self.metrics.events_published.labels(self.metrics.service, topic).inc(count)
         return len(records)
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -104,8 +104,11 @@ def _check_result(result: GameResult) -> None:
         raise Glicko2Error(f"a score is between 0 (loss) and 1 (win), not {result.score}")
 
 
+_PI_SQUARED = math.pi * math.pi
+
+
 def _g(phi: float) -> float:
-    return 1.0 / math.sqrt(1.0 + 3.0 * phi * phi / (math.pi * math.pi))
+    return 1.0 / math.sqrt(1.0 + 3.0 * phi * phi / _PI_SQUARED)
 
 
 def _expected(mu: float, mu_j: float, g_j: float) -> float:
@@ -120,16 +123,20 @@ def _expected(mu: float, mu_j: float, g_j: float) -> float:
 def _new_volatility(phi: float, sigma: float, delta: float, v: float, tau: float) -> float:
     """Step 5: the new volatility by the Illinois algorithm, as in Glickman's paper."""
     a = math.log(sigma * sigma)
+    # f's loop invariants hoisted with the same association, and f written out in the loop
+    # (it runs twice per rated game): the values are bit for bit those of the plain formula.
+    excess = delta * delta - phi * phi - v
+    spread = phi * phi + v
+    tau2 = tau * tau
+    exp = math.exp
 
     def f(x: float) -> float:
-        ex = math.exp(x)
-        return ex * (delta * delta - phi * phi - v - ex) / (2.0 * (phi * phi + v + ex) ** 2) - (
-            x - a
-        ) / (tau * tau)
+        ex = exp(x)
+        return ex * (excess - ex) / (2.0 * (spread + ex) ** 2) - (x - a) / tau2
 
     big_a = a
     if delta * delta > phi * phi + v:
-        big_b = math.log(delta * delta - phi * phi - v)
+        big_b = math.log(excess)
     else:
         k = 1
         while f(a - k * tau) < 0:
@@ -140,7 +147,8 @@ def _new_volatility(phi: float, sigma: float, delta: float, v: float, tau: float
         if abs(big_b - big_a) <= CONVERGENCE:
             break
         big_c = big_a + (big_a - big_b) * f_a / (f_b - f_a)
-        f_c = f(big_c)
+        ex = exp(big_c)
+        f_c = ex * (excess - ex) / (2.0 * (spread + ex) ** 2) - (big_c - a) / tau2
         if f_c * f_b <= 0:
             big_a, f_a = big_b, f_b
         else:
@@ -217,8 +225,55 @@ def rate_game(
 ) -> Rating:
     """R-5: `player`'s rating after one game against `opponent` (both pre-game ratings)."""
     score = outcome.score if isinstance(outcome, Outcome) else float(outcome)
-    result = GameResult(opponent.rating, opponent.rd, score)
-    return rate(player, [result], tau=tau, elapsed_periods=elapsed_periods)
+    rating, rd, vol = rate_one(
+        player.rating, player.rd, player.vol, opponent.rating, opponent.rd, score,
+        tau=tau, elapsed_periods=elapsed_periods,
+    )
+    return Rating(rating, rd, vol)
+
+
+def rate_one(
+    rating: float, rd: float, vol: float, opponent_rating: float, opponent_rd: float, score: float,
+    *, tau: float = DEFAULT_TAU, elapsed_periods: float = 1.0,
+) -> tuple[float, float, float]:
+    """R-5: `rate` with a single game, on plain floats: (rating, rd, vol) after the game.
+
+    The rating service applies two of these per game; this is `rate`'s arithmetic, operation
+    for operation (so the results are bit-identical), without its per-call lists and objects.
+    """
+    if not (math.isfinite(rating) and math.isfinite(rd) and math.isfinite(vol)):
+        _check_rating(Rating(rating, rd, vol))
+    if not (0 < rd <= MAX_RD and vol > 0):
+        _check_rating(Rating(rating, rd, vol))
+    if not (math.isfinite(opponent_rating) and math.isfinite(opponent_rd) and opponent_rd > 0
+            and 0.0 <= score <= 1.0):
+        _check_result(GameResult(opponent_rating, opponent_rd, score))
+    if not (math.isfinite(tau) and tau > 0):
+        raise Glicko2Error(f"the system constant tau must be positive, not {tau}")
+    if not (math.isfinite(elapsed_periods) and elapsed_periods >= 0):
+        raise Glicko2Error(f"elapsed rating periods must be >= 0, not {elapsed_periods}")
+    mu = (rating - DEFAULT_RATING) / SCALE
+    phi = rd / SCALE
+    # _g and _expected written out, same operations in the same order.
+    phi_j = opponent_rd / SCALE
+    g_j = 1.0 / math.sqrt(1.0 + 3.0 * phi_j * phi_j / _PI_SQUARED)
+    z = g_j * (mu - (opponent_rating - DEFAULT_RATING) / SCALE)
+    if z >= 0:
+        e_j = 1.0 / (1.0 + math.exp(-z))
+    else:
+        ez = math.exp(z)
+        e_j = ez / (1.0 + ez)
+    information = g_j * g_j * e_j * (1.0 - e_j)
+    if information < _MIN_INFORMATION:
+        decayed = decay(Rating(rating, rd, vol), elapsed_periods)
+        return decayed.rating, decayed.rd, decayed.vol
+    v = 1.0 / information
+    improvement = g_j * (score - e_j)
+    sigma = _new_volatility(phi, vol, v * improvement, v, tau)
+    phi_star = min(math.sqrt(phi * phi + elapsed_periods * sigma * sigma), MAX_RD / SCALE)
+    phi_new = 1.0 / math.sqrt(1.0 / (phi_star * phi_star) + 1.0 / v)
+    phi_new = max(phi_new, MIN_RD / SCALE)
+    return rating + SCALE * (phi_new * phi_new * improvement), min(MAX_RD, SCALE * phi_new), sigma
 
 
 def decay(player: Rating, elapsed_periods: float) -> Rating:

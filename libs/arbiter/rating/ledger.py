@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 from datetime import datetime, timedelta
 
-from arbiter.rating import Rating, rate_game, rating_periods
+from arbiter.rating import Rating, rating_periods
+from arbiter.rating.glicko2 import rate_one
 
 GameKey = tuple[datetime, str]
 
@@ -81,10 +83,6 @@ class Merge:
         return tuple(a for a in self.applied if a.game.game_id not in self.new_game_ids)
 
 
-def _after(before: PlayerState, rating: Rating, finished_at: datetime) -> PlayerState:
-    return PlayerState(rating, before.games + 1, finished_at)
-
-
 def _elapsed_periods(before: PlayerState, finished_at: datetime) -> float:
     # Game time, not wall time: a replay gives the same deviation growth as the first pass.
     if before.last_rated_at is None:
@@ -94,28 +92,39 @@ def _elapsed_periods(before: PlayerState, finished_at: datetime) -> float:
 
 def apply_game(game: GameToRate, white: PlayerState, black: PlayerState) -> AppliedGame:
     """R-5: rate both players from their pre-game ratings; each RD first grows with the time since their last game."""
-    white_rating = rate_game(
-        white.rating, black.rating, game.white_score,
+    # rate_one on floats: this runs twice per rated game, the service's hottest arithmetic.
+    w, b = white.rating, black.rating
+    white_rating = Rating(*rate_one(
+        w.rating, w.rd, w.vol, b.rating, b.rd, game.white_score,
         elapsed_periods=_elapsed_periods(white, game.finished_at),
-    )
-    black_rating = rate_game(
-        black.rating, white.rating, 1.0 - game.white_score,
+    ))
+    black_rating = Rating(*rate_one(
+        b.rating, b.rd, b.vol, w.rating, w.rd, 1.0 - game.white_score,
         elapsed_periods=_elapsed_periods(black, game.finished_at),
-    )
+    ))
     return AppliedGame(
-        game, white, _after(white, white_rating, game.finished_at),
-        black, _after(black, black_rating, game.finished_at),
+        game, white, PlayerState(white_rating, white.games + 1, game.finished_at),
+        black, PlayerState(black_rating, black.games + 1, game.finished_at),
     )
 
 
-def reach(new_games: Iterable[GameToRate], later: Iterable[GameToRate]) -> frozenset[str]:
+class Meeting(NamedTuple):
+    """Who played whom, when: all `reach` needs of a stored game (plain tuples of this shape do too)."""
+
+    key: GameKey
+    white_id: str
+    black_id: str
+
+
+def reach(new_games: Iterable[GameToRate], later: Iterable[tuple[GameKey, str, str]]) -> frozenset[str]:
     """The players whose rating `new_games` change: their players, then whoever later meets one of them.
 
-    `later` is every stored game of the pool after the earliest new game (order not needed).
+    `later` is every stored game of the pool after the earliest new game, as (key, white, black)
+    (a `Meeting`); in canonical order it costs least (two sorted runs), but any order is right.
     """
     sequence = sorted(
         [(g.key, True, g.white_id, g.black_id) for g in new_games]
-        + [(g.key, False, g.white_id, g.black_id) for g in later]
+        + [(key, False, white, black) for key, white, black in later]
     )
     dirty: set[str] = set()
     for _key, is_new, white, black in sequence:

@@ -131,7 +131,7 @@ async def publish(bootstrap: str, batch: Iterable[ev.GameFinished]) -> None:
         await producer.stop()
 
 
-async def consumed_everything(bootstrap: str, group: str = "rating") -> bool:
+async def consumed_everything(bootstrap: str, group: str) -> bool:
     """Whether `group` has committed the end of every game.finished partition (commits follow the handler)."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
@@ -150,7 +150,7 @@ async def consumed_everything(bootstrap: str, group: str = "rating") -> bool:
     )
 
 
-async def wait_group_members(bootstrap: str, members: int, group: str = "rating", timeout: float = 60.0) -> None:
+async def wait_group_members(bootstrap: str, members: int, group: str, timeout: float = 60.0) -> None:
     """Wait until `group` is Stable with `members` members (a joined member holds partitions then)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -167,10 +167,10 @@ async def wait_group_members(bootstrap: str, members: int, group: str = "rating"
     raise AssertionError(f"consumer group {group} did not reach {members} stable members in {timeout:.0f} s")
 
 
-async def wait_consumed(bootstrap: str, timeout: float = 60.0) -> None:
+async def wait_consumed(bootstrap: str, group: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if await consumed_everything(bootstrap):
+        if await consumed_everything(bootstrap, group):
             return
         await asyncio.sleep(0.3)
     raise AssertionError(f"the rating service did not consume game.finished within {timeout:.0f} s")
@@ -308,14 +308,14 @@ async def test_thousand_games_duplicated_and_reordered_equal_the_sequential_reco
     replica, replica_grpc, replica_metrics = start_replica(stack, "rating-2")
     try:
         await asyncio.to_thread(wait_healthy, replica_grpc, replica)
-        await wait_group_members(bootstrap, 2)
+        await wait_group_members(bootstrap, 2, stack.consumer_group("rating"))
         async with UpdatesObserver(bootstrap, prefix) as observer, grpc.aio.insecure_channel(
             service.grpc_address
         ) as channel:
             stub = rating_pb2_grpc.RatingServiceStub(channel)
             await publish(bootstrap, first[:600])
             await publish(bootstrap, second[:400] + first[600:] + resent + second[400:])
-            await wait_consumed(bootstrap)
+            await wait_consumed(bootstrap, stack.consumer_group("rating"))
             await check_thousand_games(stub, observer, rated, prefix)
         per_replica = [metric_values((url,), "arbiter_rating_games_total", ("outcome",))[("rated",)]
                        for url in (service.metrics_url, replica_metrics)]
@@ -464,7 +464,7 @@ async def test_a_sigkilled_service_applies_every_game_exactly_once(start_system,
     await publish(bootstrap, arrival[2000:] + arrival[:2000])
     stack.start_service("rating")
     await asyncio.to_thread(stack.wait_serving, 60, ("rating",))
-    await wait_consumed(bootstrap, timeout=60)
+    await wait_consumed(bootstrap, stack.consumer_group("rating"), timeout=60)
 
     async with grpc.aio.insecure_channel(service.grpc_address) as channel:
         stub = rating_pb2_grpc.RatingServiceStub(channel)

@@ -23,6 +23,7 @@ from arbiter.rating import (
     rate_game,
     rating_periods,
 )
+from arbiter.rating.glicko2 import rate_one
 
 SCALE = 173.7178
 GLICKMAN_PLAYER = Rating(1500, 200, 0.06)
@@ -193,3 +194,26 @@ def test_deviation_never_above_350(
 @given(ratings, st.lists(opponents, min_size=1, max_size=15), taus)
 def test_deterministic(player: Rating, results: list[GameResult], tau: float) -> None:
     assert rate(player, results, tau=tau) == rate(player, list(results), tau=tau)
+
+
+@given(ratings, opponents, taus, periods)
+def test_rate_one_is_rate_with_one_game_to_the_last_bit(
+    player: Rating, result: GameResult, tau: float, p: float
+) -> None:
+    # The service's fast path must not drift from the reference by even one ulp.
+    expected = rate(player, [result], tau=tau, elapsed_periods=p)
+    assert rate_one(
+        player.rating, player.rd, player.vol, result.opponent_rating, result.opponent_rd, result.score,
+        tau=tau, elapsed_periods=p,
+    ) == (expected.rating, expected.rd, expected.vol)
+
+
+def test_rate_one_refuses_what_rate_refuses() -> None:
+    with pytest.raises(Glicko2Error):
+        rate_one(1500, 0.0, 0.06, 1500, 100, 1.0)
+    with pytest.raises(Glicko2Error):
+        rate_one(1500, 100, 0.06, 1500, 100, 1.5)
+    with pytest.raises(Glicko2Error):
+        rate_one(1500, 100, 0.06, float("nan"), 100, 1.0)
+    with pytest.raises(Glicko2Error):
+        rate_one(1500, 100, 0.06, 1500, 100, 1.0, tau=0.0)

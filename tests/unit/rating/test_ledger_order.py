@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arbiter.rating.ledger import AppliedGame, GameToRate, PlayerState, merge, reach, replay_in_order
+from arbiter.rating.ledger import AppliedGame, GameToRate, Meeting, PlayerState, merge, reach, replay_in_order
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -32,7 +32,7 @@ class MemoryPool:
         later = [a for a in self.games.values() if a.game.key > earliest]
         if self.narrow:
             # What the service does: only the later games of the players the new ones reach.
-            reached = reach(new.values(), [a.game for a in later])
+            reached = reach(new.values(), [(a.game.key, a.game.white_id, a.game.black_id) for a in later])
             later = [a for a in later if a.game.white_id in reached or a.game.black_id in reached]
         after = sorted(later, key=lambda a: a.game.key)
         players = {p for g in new.values() for p in (g.white_id, g.black_id)}
@@ -82,7 +82,10 @@ def test_a_late_game_replays_only_the_games_it_reaches() -> None:
     late = game(5, 15, 1, 7, 0.5)
     later = [a for a in pool.games.values() if a.game.key > late.key]
     # p1 reaches p3 at minute 30; p3-p4 at 20 came before p3 was touched, p5-p6 never meet them.
-    assert reach([late], [a.game for a in later]) == {"p1", "p3", "p7"}
+    meetings = [Meeting(a.game.key, a.game.white_id, a.game.black_id) for a in later]
+    assert reach([late], meetings) == {"p1", "p3", "p7"}
+    # Plain (key, white, black) tuples in any order, as the service may pass them: same answer.
+    assert reach([late], [tuple(m) for m in reversed(meetings)]) == {"p1", "p3", "p7"}
     stored_after = sorted(later, key=lambda a: a.game.key)
     result = merge([late], stored_after, {p: pool.states[p] for p in ("p1",)})
     # p1's game at minute 30 moves, and with it p3's rating; the others keep their stored results.
