@@ -11,6 +11,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.partitioner import DefaultPartitioner
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker
 from faststream.kafka.prometheus import KafkaPrometheusMiddleware
@@ -165,19 +166,35 @@ def make_outbox_producer(settings: KitSettings, service: str) -> AIOKafkaProduce
 def outbox_publisher(producer: AIOKafkaProducer) -> Callable[[Sequence[OutboxRecord]], Awaitable[None]]:
     """Publish outbox records with their key and event headers, waiting for every acknowledgement.
 
-    Records go straight to aiokafka, batched by the producer: the relay is on every
-    state change's path, and a per-record trip through the broker's middleware cost
-    more than the rest of a rating update.
+    Records go straight to aiokafka as whole batches per partition: the relay is on every state
+    change's path, and a `send` per record (partitioning, accumulator bookkeeping) was a quarter
+    of the rating service's CPU. Partitions are chosen like `send` chooses them (murmur2 of the
+    key over all partitions), so an aggregate's events land on one partition whoever publishes
+    them, and records keep their outbox order within a partition.
     """
+    partitioner = DefaultPartitioner()
 
     async def publish(records: Sequence[OutboxRecord]) -> None:
-        deliveries = [
-            await producer.send(
-                record.topic, record.payload, key=record.key.encode(),
-                headers=[("event-id", record.event_id.encode()), ("event-type", record.event_type.encode())],
-            )
-            for record in records
-        ]
+        partitions_of: dict[str, list[int]] = {}
+        by_partition: dict[tuple[str, int], list[tuple[bytes, OutboxRecord]]] = {}
+        for record in records:
+            partitions = partitions_of.get(record.topic)
+            if partitions is None:
+                partitions = partitions_of[record.topic] = sorted(await producer.partitions_for(record.topic))
+            key = record.key.encode()
+            partition = partitioner(key, partitions, partitions)
+            by_partition.setdefault((record.topic, partition), []).append((key, record))
+        deliveries = []
+        for (topic, partition), items in by_partition.items():
+            batch = producer.create_batch()
+            for key, record in items:
+                headers = [("event-id", record.event_id.encode()), ("event-type", record.event_type.encode())]
+                if batch.append(key=key, value=record.payload, timestamp=None, headers=headers) is None:
+                    deliveries.append(await producer.send_batch(batch, topic, partition=partition))
+                    batch = producer.create_batch()
+                    if batch.append(key=key, value=record.payload, timestamp=None, headers=headers) is None:
+                        raise ValueError(f"event {record.event_id} is larger than a whole producer batch")
+            deliveries.append(await producer.send_batch(batch, topic, partition=partition))
         await asyncio.gather(*deliveries)
 
     return publish
