@@ -10,7 +10,6 @@ from arbiter.competition.arena import ArenaResult, LeaderboardRow
 from arbiter.contracts import arena_pb2 as ap
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
-from arbiter.kit.convert import ACCOUNT_KIND as ACCOUNT_KIND  # noqa: PLC0414 (the servicer's name for it)
 from arbiter.kit.convert import SPEED_TO_PROTO
 from arbiter.kit.events import timestamp
 from services.arena.hot import BoardRow

@@ -18,7 +18,7 @@ import asyncpg
 
 from arbiter.clocks import boosted_time_control, speed_of
 from arbiter.competition.arena import ArenaPlayerRecord
-from arbiter.competition.creation import ArenaRequest, validate_arena_settings
+from arbiter.competition.creation import ArenaRequest, competition_name, validate_arena_settings
 from arbiter.competition.tournament_flow import check_live_time_control
 from arbiter.competition.types import AccountKind
 from arbiter.contracts import arena_pb2 as ap
@@ -26,6 +26,7 @@ from arbiter.contracts import arena_pb2_grpc
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.creators import claim_creator_slot
+from arbiter.kit.actors import registered_player
 from arbiter.kit.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from arbiter.kit.events import timestamp
 from arbiter.kit.outbox import Outbox
@@ -33,7 +34,7 @@ from arbiter.kit.timers import schedule_timer
 from arbiter.kit.timesource import TimeSource
 from arbiter.openings.tables import variant_name
 from services.arena import store
-from services.arena.convert import ACCOUNT_KIND, SPEED_TO_PROTO, arena_message, board_rows
+from services.arena.convert import SPEED_TO_PROTO, arena_message, board_rows
 from services.arena.hot import HotStore
 from services.arena.lifecycle import END_TIMER, START_TIMER, end_timer_id, start_timer_id
 from services.arena.matchmaker import Matchmaker
@@ -42,29 +43,11 @@ from services.arena.watch import FINAL_CHANGES, WatchHub
 
 DEFAULT_PAGE_SIZE: Final = 20
 MAX_PAGE_SIZE: Final = 100
-MAX_NAME_LENGTH: Final = 80
 MAX_ID_LENGTH: Final = 128
 # Rows of the leaderboard sent with every Watch change.
 WATCH_TOP: Final = 10
 # States in which nobody may join any more.
 _OVER = {"closing": "its duration is over (AR-1)", "finished": "it is finished", "cancelled": "it was cancelled"}
-
-
-def _actor(actor: common.Actor, what: str) -> str:
-    """The acting player's id if A-1 lets them `what`, else the refusal."""
-    if not actor.player_id:
-        raise InvalidArgument(f"actor.player_id is required to {what}")
-    if len(actor.player_id) > MAX_ID_LENGTH:
-        raise InvalidArgument(f"actor.player_id is {len(actor.player_id)} characters long; at most {MAX_ID_LENGTH}")
-    if not actor.player_id.isprintable() or "," in actor.player_id:
-        # Player ids are stored in Redis lines split on control characters and commas.
-        raise InvalidArgument(f"actor.player_id {actor.player_id!r} may not hold commas or control characters")
-    kind = ACCOUNT_KIND.get(actor.kind)
-    if kind is None:
-        raise InvalidArgument(f"actor.kind is required to {what}: registered, guest or bot (A-1)")
-    if kind is not AccountKind.REGISTERED:
-        raise PermissionDenied(f"{actor.player_id} is a {kind} account: only registered accounts {what} (A-1)")
-    return actor.player_id
 
 
 def _when(instant: datetime) -> str:
@@ -103,17 +86,13 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
 
     async def CreateArena(self, request: ap.CreateArenaRequest, context: Any) -> ap.Arena:
         """Open an arena: registered creators (A-1), one live competition each (A-2), AR-1 schedule."""
-        creator = _actor(request.actor, "create competitions")
+        creator = registered_player(request.actor, "create competitions")
         if request.request_id:
             existing = await store.arena_by_request(self.pool, creator, request.request_id)
             if existing is not None:
                 return await self._message(existing)
         settings = request.settings
-        name = settings.name.strip()
-        if not name:
-            raise InvalidArgument("an arena needs a name")
-        if len(name) > MAX_NAME_LENGTH:
-            raise InvalidArgument(f"the name has {len(name)} characters; at most {MAX_NAME_LENGTH}")
+        name = competition_name(settings.name, "an arena")
         if not settings.variant:
             raise InvalidArgument("settings.variant is required (international, english, italian, ...)")
         variant = variant_name(settings.variant)
@@ -218,7 +197,7 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
 
     async def JoinArena(self, request: ap.JoinArenaRequest, context: Any) -> ap.JoinArenaResponse:
         """Join before or during the arena (AR-2); registered accounts only (A-1)."""
-        player = _actor(request.actor, "play competitions")
+        player = registered_player(request.actor, "play competitions")
         row = await self._arena(request.arena_id)
         self._open(row, "joining")
         now = self.clock.now()
@@ -266,7 +245,7 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
 
     async def LeaveArena(self, request: ap.LeaveArenaRequest, context: Any) -> ap.LeaveArenaResponse:
         """Leave at any time (AR-2); a player in a game leaves when it ends, and keeps their points."""
-        player = _actor(request.actor, "play competitions")
+        player = registered_player(request.actor, "play competitions")
         row = await self._arena(request.arena_id)
         if row["state"] in ("finished", "cancelled"):
             raise FailedPrecondition(f"arena {row['id']} is over; there is nothing to leave")
@@ -289,7 +268,7 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
 
     async def Boost(self, request: ap.BoostRequest, context: Any) -> ap.BoostResponse:
         """AR-5: before one's own first move, double a win's points for a shorter clock."""
-        player = _actor(request.actor, "play competitions")
+        player = registered_player(request.actor, "play competitions")
         row = await self._arena(request.arena_id)
         if not request.game_id:
             raise InvalidArgument("game_id is required")

@@ -15,7 +15,7 @@ import asyncpg
 from arbiter.clocks import CLOCK_CAP_S, ClaimKind, ClockError, Side, TripleBlockClock
 from arbiter.contracts import clock_pb2 as cp
 from arbiter.contracts import clock_pb2_grpc
-from arbiter.contracts import common_pb2 as common
+from arbiter.kit.actors import player_id_of
 from arbiter.kit.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
@@ -35,12 +35,6 @@ def _game_id(request: Any) -> str:
     if not request.game_id:
         raise InvalidArgument("game_id is required")
     return str(request.game_id)
-
-
-def _actor_id(actor: common.Actor, what: str) -> str:
-    if not actor.player_id:
-        raise InvalidArgument(f"actor.player_id is required to {what}")
-    return str(actor.player_id)
 
 
 class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
@@ -97,7 +91,7 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
     async def Refuel(self, request: cp.RefuelRequest, context: Any) -> cp.Clock:
         """TB-3: move bank time to the clock, on one's own turn, while the clock shows time."""
         game_id = _game_id(request)
-        player_id = _actor_id(request.actor, "refuel")
+        player_id = player_id_of(request.actor, "refuel")
         if request.amount_seconds < 0:
             raise InvalidArgument(f"amount_seconds must be >= 0 (0 fills the clock up to 50 days), not "
                                   f"{request.amount_seconds}")
@@ -135,7 +129,7 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
     async def FileClaim(self, request: cp.FileClaimRequest, context: Any) -> cp.Clock:
         """TB-7: the player to move files a claim, which stops their clock."""
         game_id = _game_id(request)
-        player_id = _actor_id(request.actor, "file a claim")
+        player_id = player_id_of(request.actor, "file a claim")
 
         def file(record: GameRecord, now_ms: int) -> str:
             side = _player_side(record, player_id, game_id)
@@ -158,7 +152,7 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
         decides a claim; the play site checks that the acting account is the event's arbiter.
         """
         game_id = _game_id(request)
-        player_id = _actor_id(request.actor, "resolve a claim")
+        player_id = player_id_of(request.actor, "resolve a claim")
         decision = request.decision
         if decision == cp.CLAIM_DECISION_UNSPECIFIED:
             raise InvalidArgument("decision is required: UPHELD, REJECTED, UNRESOLVED or APPEALED (TB-7)")

@@ -12,7 +12,6 @@ from arbiter.competition.types import Format, OpeningMode
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import tournament_pb2 as tp
-from arbiter.kit.convert import ACCOUNT_KIND as ACCOUNT_KIND  # noqa: PLC0414 (the servicer's name for it)
 from arbiter.kit.convert import SPEED_TO_PROTO
 from arbiter.kit.events import timestamp
 

@@ -21,7 +21,7 @@ from typing import Any, Final
 import asyncpg
 
 from arbiter.clocks.speed import speed_of
-from arbiter.competition.creation import TournamentRequest, validate_tournament_settings
+from arbiter.competition.creation import TournamentRequest, competition_name, validate_tournament_settings
 from arbiter.competition.formats import DEFAULT_THRESHOLD
 from arbiter.competition.tournament_flow import check_live_time_control, closing_deadline, meets_minimum_rating
 from arbiter.competition.types import AccountKind
@@ -30,6 +30,7 @@ from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.contracts import tournament_pb2_grpc
 from arbiter.kit.creators import claim_creator_slot
+from arbiter.kit.actors import registered_player
 from arbiter.kit.errors import (
     AlreadyExists,
     FailedPrecondition,
@@ -45,7 +46,6 @@ from arbiter.openings.tables import variant_name
 from services.pairing import store
 from services.pairing.clients import RatingsClient
 from services.pairing.convert import (
-    ACCOUNT_KIND,
     OPENING_MODE,
     OPENING_MODE_TO_PROTO,
     SPEED_TO_PROTO,
@@ -65,7 +65,6 @@ from services.pairing.watch import FINAL_CHANGES, WatchHub
 
 DEFAULT_PAGE_SIZE: Final = 20
 MAX_PAGE_SIZE: Final = 100
-MAX_NAME_LENGTH: Final = 80
 _SCRYPT: Final = {"n": 2**14, "r": 8, "p": 1}
 
 
@@ -84,18 +83,6 @@ def password_matches(password: str, stored: str) -> bool:
     except ValueError:
         return False
     return hmac.compare_digest(candidate.hex(), digest)
-
-
-def _actor(actor: common.Actor, what: str) -> str:
-    """The acting player's id if A-1 lets them `what`, else the refusal."""
-    if not actor.player_id:
-        raise InvalidArgument(f"actor.player_id is required to {what}")
-    kind = ACCOUNT_KIND.get(actor.kind)
-    if kind is None:
-        raise InvalidArgument(f"actor.kind is required to {what}: registered, guest or bot (A-1)")
-    if kind is not AccountKind.REGISTERED:
-        raise PermissionDenied(f"{actor.player_id} is a {kind} account: only registered accounts {what} (A-1)")
-    return actor.player_id
 
 
 def _when(instant: datetime) -> str:
@@ -134,17 +121,13 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         self, request: tp.CreateTournamentRequest, context: Any
     ) -> tp.CreateTournamentResponse:
         """Create a tournament if every creation rule allows it (A-1..A-3, T-1, T-3..T-5, R-2, R-4)."""
-        creator = _actor(request.actor, "create competitions")
+        creator = registered_player(request.actor, "create competitions")
         if request.request_id:
             existing = await store.tournament_by_request(self.pool, creator, request.request_id)
             if existing is not None:
                 return await self._created(existing)
         settings = request.settings
-        name = settings.name.strip()
-        if not name:
-            raise InvalidArgument("a tournament needs a name")
-        if len(name) > MAX_NAME_LENGTH:
-            raise InvalidArgument(f"the name has {len(name)} characters; at most {MAX_NAME_LENGTH}")
+        name = competition_name(settings.name, "a tournament")
         if not settings.variant:
             raise InvalidArgument("settings.variant is required (international, english, italian, ...)")
         variant = variant_name(settings.variant)
@@ -338,7 +321,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
     ) -> tp.JoinTournamentResponse:
         """Take a seat: registered accounts only (A-1), before the start (T-6), within capacity (T-3),
         with the minimum rating (R-2) and, when private, the password or invite link (T-5)."""
-        player = _actor(request.actor, "play competitions")
+        player = registered_player(request.actor, "play competitions")
         row = await self._tournament(request.tournament_id)
         self._registration_open(row, "joining")
         if row["private"] and player != row["creator_id"]:
@@ -388,7 +371,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         self, request: tp.WithdrawTournamentRequest, context: Any
     ) -> tp.WithdrawTournamentResponse:
         """Give the seat back, until round 1 starts (T-6); the entrant leaves the standings at once."""
-        player = _actor(request.actor, "play competitions")
+        player = registered_player(request.actor, "play competitions")
         row = await self._tournament(request.tournament_id)
         self._registration_open(row, "withdrawal")
         async with self.pool.acquire() as connection, connection.transaction():
@@ -407,7 +390,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         self, request: tp.CancelTournamentRequest, context: Any
     ) -> tp.CancelTournamentResponse:
         """The creator cancels, until the start (T-4); after it nobody can."""
-        player = _actor(request.actor, "organise competitions")
+        player = registered_player(request.actor, "organise competitions")
         row = await self._tournament(request.tournament_id)
 
         def check(current: Any) -> None:
@@ -439,7 +422,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
         self, request: tp.RevokeInviteRequest, context: Any
     ) -> tp.RevokeInviteResponse:
         """The creator kills the private tournament's invite link, optionally issuing a new one (T-5)."""
-        player = _actor(request.actor, "organise competitions")
+        player = registered_player(request.actor, "organise competitions")
         row = await self._tournament(request.tournament_id)
 
         def check(current: Any) -> None:

@@ -40,6 +40,7 @@ MIN_RATING_FLOOR: Final = 1000
 MIN_RATING_CEILING: Final = 2000
 MIN_RATING_STEP: Final = 100
 # AR-1
+NAME_MAX_LENGTH: Final = 80
 ARENA_MIN_DURATION: Final = timedelta(minutes=10)
 ARENA_MAX_DURATION: Final = timedelta(hours=8)
 # O-8 without a variant: italian reaches 4N and english 3 (the barred ballots); both go beyond class 2.
@@ -180,6 +181,16 @@ def opening_level_ceiling(
         return opening_level
     # Up to class k reaches k in both tables; all 174 reaches 4 (italian) or 3 (english).
     return limit if limit is not None else _LOWEST_TABLE_CEILING
+
+
+def competition_name(name: str, what: str) -> str:
+    """The name people see, trimmed; refused when empty or longer than NAME_MAX_LENGTH (`what`: "an arena")."""
+    cleaned = name.strip()
+    if not cleaned:
+        raise CreationError(f"{what} needs a name")
+    if len(cleaned) > NAME_MAX_LENGTH:
+        raise CreationError(f"the name has {len(cleaned)} characters; at most {NAME_MAX_LENGTH}")
+    return cleaned
 
 
 def validate_tournament_settings(request: TournamentRequest) -> TournamentSettings:

@@ -439,3 +439,14 @@ def test_arena_creator_rules() -> None:
         validate_arena_settings(arena(creator_kind=AccountKind.BOT))
     with pytest.raises(CreationError, match=r"\(A-2\)"):
         validate_arena_settings(arena(creator_has_live_competition=True))
+
+
+def test_competition_names_are_trimmed_and_bounded() -> None:
+    from arbiter.competition.creation import NAME_MAX_LENGTH, CreationError, competition_name
+
+    assert competition_name("  Friday blitz \n", "a tournament") == "Friday blitz"
+    assert competition_name("x" * NAME_MAX_LENGTH, "an arena") == "x" * NAME_MAX_LENGTH
+    with pytest.raises(CreationError, match="an arena needs a name"):
+        competition_name(" \t", "an arena")
+    with pytest.raises(CreationError, match=f"81 characters; at most {NAME_MAX_LENGTH}"):
+        competition_name("x" * (NAME_MAX_LENGTH + 1), "a tournament")
