@@ -27,18 +27,18 @@ import time
 import asyncpg
 from redis.exceptions import RedisError
 
+from arbiter.clocks import Verdict
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
 from services.clock.handlers import MAX_ATTEMPTS
 from services.clock.metrics import ClockMetrics
-from services.clock.model import GameRecord, Kind, Status, Verdict, decide
+from services.clock.model import GameRecord, Kind, Status, record_verdict
 from services.clock.operations import conclude
 from services.clock.records import CorrespondenceStore, save_verdicts
 from services.clock.settings import ClockSettings
 from services.clock.store import LiveStore
 
 log = logging.getLogger(__name__)
-_TERMINATION_NAMES = {5: "time", 6: "disconnection", 7: "never_sat", 9: "both_absent"}
 
 
 class FlagPoller:
@@ -132,7 +132,7 @@ class FlagPoller:
                     # Decided by a replica that died before saving it: publish that same verdict.
                     decided.append((record, record.verdict))
                     continue
-                verdict = decide(record, now)
+                verdict = record_verdict(record, now)
                 if verdict is None:
                     if record.status is Status.RUNNING:
                         # Not due after all: save unchanged so the deadline set holds its next deadline.
@@ -173,7 +173,7 @@ class FlagPoller:
 
     async def _fire_correspondence(self, game_id: str, now: int) -> None:
         async def settle(connection: asyncpg.Connection, record: GameRecord) -> Verdict | None:
-            verdict = decide(record, now)
+            verdict = record_verdict(record, now)
             if verdict is None:
                 return None
             record.status = Status.OVER
@@ -191,7 +191,7 @@ class FlagPoller:
         service = self.metrics.base.service
         now = self.now_ms()
         for verdict in verdicts:
-            self.metrics.flags.labels(service, _TERMINATION_NAMES.get(verdict.reason, str(verdict.reason))).inc()
+            self.metrics.flags.labels(service, verdict.reason.name.lower()).inc()
             self.metrics.flag_latency.labels(service).observe(
                 self.time_source.real_seconds(max(0, now - verdict.at_ms) / 1000)
             )

@@ -216,11 +216,18 @@ class ClockHandlers:
         states: list[ev.ClockState] = []
         correspondence: list[str] = []
         pending = games
-        for _ in range(MAX_ATTEMPTS):
-            records = await self.live.load_many(pending)
+        apply_move, switch_ms = ops.apply_move, ops.record_switch_ms
+        for attempt in range(MAX_ATTEMPTS):
+            # First pass: the games this process saved last are taken as it saved them, with no
+            # read; the compare-and-set of the save checks them. A game decided on such a copy
+            # without a save (a stale or refused move) is read and decided again.
+            cached = self.live.take_known(pending) if attempt == 0 else {}
+            records = await self.live.load_many([game_id for game_id in pending if game_id not in cached])
+            records.update(cached)
             missing = [game_id for game_id, record in records.items() if record is None]
             stored_elsewhere = await self.correspondence.known(missing) if missing else set()
             to_save: list[GameRecord] = []
+            unchecked: set[str] = set()
             produced: dict[str, tuple[list[str], list[ev.ClockState]]] = {}
             for game_id in pending:
                 record = records[game_id]
@@ -232,18 +239,20 @@ class ClockHandlers:
                 game_states: list[ev.ClockState] = []
                 changed = False
                 for move in by_game[game_id]:
-                    outcome = ops.apply_move(record, move.player_id, move.ply, ms_of(move.played_at), now)
+                    outcome = apply_move(record, move.player_id, move.ply, ms_of(move.played_at), now)
                     game_outcomes.append(outcome)
                     if outcome == "applied":
                         changed = True
-                        game_states.append(clock_state(record, ops.record_switch_ms(record), now))
+                        game_states.append(clock_state(record, switch_ms(record), now))
                     elif outcome == "parked":
                         changed = True
                 if changed:
                     to_save.append(record)
+                elif game_id in cached:
+                    unchecked.add(game_id)
                 produced[game_id] = (game_outcomes, game_states)
             saved = await self.live.save_many(to_save, remember=True)
-            lost = {record.game_id for record, ok in zip(to_save, saved) if not ok}
+            lost = {record.game_id for record, ok in zip(to_save, saved) if not ok} | unchecked
             for game_id, (game_outcomes, game_states) in produced.items():
                 if game_id not in lost:
                     outcomes.extend(game_outcomes)

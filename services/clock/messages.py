@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from arbiter.clocks import FischerClock, Side, TripleBlockClock
+from arbiter.clocks import FischerClock, Side, TripleBlockClock, disconnect_deadline_ms
+from arbiter.clocks.verdict import clock_instant, instant_ms
 from arbiter.contracts import clock_pb2 as cp
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
@@ -17,10 +18,7 @@ from services.clock.model import (
     Outcome,
     Status,
     Verdict,
-    clock_instant,
-    disconnect_deadline_ms,
-    next_deadline_ms,
-    to_ms,
+    record_deadline_ms,
 )
 
 PRODUCER = "clock"
@@ -105,8 +103,8 @@ def clock_state(record: GameRecord, at_ms: int, now_ms: int, cause: str = "") ->
         white_ms, black_ms = clock.white.remaining_ms, clock.black.remaining_ms
     else:
         instant = clock_instant(clock, at_ms)
-        white_ms = to_ms(clock, clock.remaining(Side.WHITE, instant))
-        black_ms = to_ms(clock, clock.remaining(Side.BLACK, instant))
+        white_ms = instant_ms(clock, clock.remaining(Side.WHITE, instant))
+        black_ms = instant_ms(clock, clock.remaining(Side.BLACK, instant))
     state = ev.ClockState(
         game_id=record.game_id, white_remaining_ms=white_ms, black_remaining_ms=black_ms,
         side_to_move=_COLOR[clock.to_move], ply=record.ply,
@@ -163,7 +161,7 @@ def clock_message(record: GameRecord, now_ms: int) -> cp.Clock:
         target.player_id = record.meta.player(side)
         presence = record.presence[side]
         target.online = presence.seen and presence.offline_since_ms is None
-        disconnect = disconnect_deadline_ms(record, side)
+        disconnect = disconnect_deadline_ms(record.clock, side, presence.offline_since_ms)
         if disconnect is not None and record.status is Status.RUNNING:
             target.disconnect_deadline.FromMilliseconds(disconnect)
         if clock is None:
@@ -177,7 +175,7 @@ def clock_message(record: GameRecord, now_ms: int) -> cp.Clock:
         switch = clock.running_since_ms if isinstance(clock, FischerClock) else clock.running_since_s
         if switch is not None:
             instant = max(instant, switch)
-        target.remaining_ms = to_ms(clock, clock.remaining(side, instant))
+        target.remaining_ms = instant_ms(clock, clock.remaining(side, instant))
         state = clock.side(side)
         if isinstance(clock, FischerClock):
             target.increment_ms = state.increment_ms  # type: ignore[union-attr]
@@ -190,7 +188,7 @@ def clock_message(record: GameRecord, now_ms: int) -> cp.Clock:
         target.sat = target.moves_made > 0
     if clock is not None:
         reply.side_to_move = _COLOR[clock.to_move]
-        deadline = next_deadline_ms(record)
+        deadline = record_deadline_ms(record)
         if deadline is not None:
             reply.next_deadline.FromMilliseconds(deadline)
         if isinstance(clock, TripleBlockClock) and clock.claim is not None:

@@ -5,8 +5,8 @@ PostgreSQL row (mirrored in Redis) for Triple Block games; `encode_body`/`decode
 Competition time is integer milliseconds since the Unix epoch; Triple Block clocks count whole
 seconds (TB: exact times), so their instants are `ms // 1000`.
 
-`decide` and `next_deadline_ms` compose the pure clock rules (flag deadlines, T-17 disconnect
-deadline) with the presence facts only this service knows (T-16, T-19, R-3).
+`record_deadline_ms` and `record_verdict` hand a record's clock and presence facts to the rules
+of `arbiter.clocks.verdict` (T-16..T-19, TB-4, R-3).
 """
 
 from __future__ import annotations
@@ -21,18 +21,18 @@ from arbiter.clocks import (
     ClaimKind,
     ClockError,
     FischerClock,
+    Outcome,
+    Presence,
     Side,
     SideClock,
+    Termination,
     TripleBlockClock,
     TripleBlockState,
-    disconnect_deadline,
+    Verdict,
+    decide,
+    has_sat,
+    next_deadline_ms,
 )
-
-# Proto enum values of arbiter.contracts.Termination, kept here so this module stays stdlib-only.
-TERMINATION_TIME = 5
-TERMINATION_DISCONNECTION = 6
-TERMINATION_NEVER_SAT = 7
-TERMINATION_BOTH_ABSENT = 9
 
 
 class Status(enum.StrEnum):
@@ -56,13 +56,6 @@ class Kind(enum.StrEnum):
     UNKNOWN = ""
     FISCHER = "fischer"
     TRIPLE_BLOCK = "triple_block"
-
-
-class Outcome(enum.StrEnum):
-    """What a verdict publishes."""
-
-    FLAGGED = "flagged"
-    ABANDONED = "abandoned"
 
 
 @dataclass(frozen=True)
@@ -139,26 +132,16 @@ class SidePresence:
     offline_since_ms: int | None = None
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """The clock service's decision on a game (T-16, T-17, T-19, TB-4, R-3)."""
+def verdict_to_json(verdict: Verdict) -> str:
+    """A verdict's stored form."""
+    return json.dumps([verdict.outcome.value, verdict.loser.value if verdict.loser else "", int(verdict.reason),
+                       verdict.loser_never_sat, verdict.at_ms])
 
-    outcome: Outcome
-    loser: Side | None
-    reason: int
-    loser_never_sat: bool
-    at_ms: int
 
-    def to_json(self) -> str:
-        """The stored form."""
-        return json.dumps([self.outcome.value, self.loser.value if self.loser else "", self.reason,
-                           self.loser_never_sat, self.at_ms])
-
-    @classmethod
-    def from_json(cls, raw: str | bytes) -> Verdict:
-        """Read the stored form."""
-        outcome, loser, reason, never_sat, at_ms = json.loads(raw)
-        return cls(Outcome(outcome), Side(loser) if loser else None, reason, never_sat, at_ms)
+def verdict_from_json(raw: str | bytes) -> Verdict:
+    """Read a verdict's stored form."""
+    outcome, loser, reason, never_sat, at_ms = json.loads(raw)
+    return Verdict(Outcome(outcome), Side(loser) if loser else None, Termination(reason), never_sat, at_ms)
 
 
 _NO_META = GameMeta()
@@ -174,7 +157,7 @@ class GameRecord:
     __slots__ = (
         "game_id", "version", "status", "meta", "started_at_ms", "clock", "ply", "_presence", "_presence_raw",
         "unplaced", "pending_boosts", "early_moves", "consumed_early", "verdict", "claim_reason", "ended_at_ms",
-        "_stored_meta", "_stored_meta_raw",
+        "_stored_meta", "_stored_meta_raw", "_tail_key", "_tail",
     )
 
     def __init__(
@@ -209,6 +192,9 @@ class GameRecord:
         # The meta as read, with its stored text: re-encoded only when it changed.
         self._stored_meta: GameMeta | None = None
         self._stored_meta_raw = ""
+        # The stored text after the clock and ply, with what it was made of: a move changes only those two.
+        self._tail_key: tuple[object, ...] | None = None
+        self._tail = ""
 
     @property
     def presence(self) -> dict[Side, SidePresence]:
@@ -254,124 +240,34 @@ class GameRecord:
         """Whether the clock runs or is waiting to run (not decided, not over)."""
         return self.status not in (Status.DECIDED, Status.OVER)
 
-    def moves_of(self, side: Side) -> int:
-        """How many moves `side` made."""
-        if self.clock is None:
-            return 0
-        state = self.clock.side(side)
-        return state.moves if isinstance(state, SideClock) else state.moves_made
-
     def has_sat(self, side: Side) -> bool:
         """R-3: `side` sat, i.e. made at least one move."""
-        return self.moves_of(side) > 0
+        return has_sat(self.clock, side)
 
 
-# -- time units -------------------------------------------------------------------------------------
+# -- deadlines and verdicts (the rules are arbiter.clocks.verdict) ----------------------------------
 
 
-def clock_instant(clock: FischerClock | TripleBlockClock, ms: int) -> int:
-    """An instant in the clock's own unit: ms for Fischer, whole seconds for Triple Block."""
-    return ms if isinstance(clock, FischerClock) else ms // 1000
-
-
-def to_ms(clock: FischerClock | TripleBlockClock, instant: int) -> int:
-    """A clock instant or duration back to milliseconds."""
-    return instant if isinstance(clock, FischerClock) else instant * 1000
-
-
-def since_ms(clock: FischerClock | TripleBlockClock) -> int | None:
-    """When the running side's clock last switched, in ms (None while stopped)."""
-    if isinstance(clock, FischerClock):
-        return clock.running_since_ms
-    return None if clock.running_since_s is None else clock.running_since_s * 1000
-
-
-def clamp_instant(record: GameRecord, at_ms: int | None, now_ms: int) -> int:
-    """The instant an event takes effect: its own stamp, never before the last switch nor after now."""
-    instant = now_ms if at_ms is None else min(at_ms, now_ms)
-    last = since_ms(record.clock) if record.clock is not None else None
-    if last is not None:
-        instant = max(instant, last)
-    return instant
-
-
-# -- deadlines and verdicts -------------------------------------------------------------------------
-
-
-def disconnect_deadline_ms(record: GameRecord, side: Side) -> int | None:
-    """T-17: the instant `side` loses for staying away, or None (online, or no move yet: T-16)."""
-    if record.kind is not Kind.FISCHER:
-        # Correspondence players are not expected to stay connected (TB-7: only moves and claims
-        # stop a Triple Block clock), so presence never arms a deadline there.
+def record_deadline_ms(record: GameRecord) -> int | None:
+    """The next instant this service must look at the game (a flag or an expiring drop), or None."""
+    clock = record.clock
+    if record.status is not Status.RUNNING or clock is None:
         return None
-    offline = record.offline_since_ms(side)
-    if offline is None:
-        return None
-    return disconnect_deadline(offline, record.has_sat(side))
+    # Read straight from whichever form the presence facts are in: this runs on every save.
+    presence = record._presence
+    if presence is not None:
+        return next_deadline_ms(clock, presence[Side.WHITE].offline_since_ms, presence[Side.BLACK].offline_since_ms)
+    raw = record._presence_raw
+    return next_deadline_ms(clock) if raw is None else next_deadline_ms(clock, raw[1], raw[3])
 
 
-def flag_deadline_ms(record: GameRecord) -> int | None:
-    """When the side to move runs out (TB-4 for Triple Block), in ms; None while stopped."""
-    if record.clock is None:
-        return None
-    deadline = record.clock.flag_deadline()
-    return None if deadline is None else to_ms(record.clock, deadline)
-
-
-def next_deadline_ms(record: GameRecord) -> int | None:
-    """The next instant this service must look at the game: a flag or an expiring disconnection."""
-    if record.status is not Status.RUNNING:
-        return None
-    deadline = flag_deadline_ms(record)
-    for side in (Side.WHITE, Side.BLACK):
-        if record.offline_since_ms(side) is not None:
-            disconnect = disconnect_deadline_ms(record, side)
-            if disconnect is not None and (deadline is None or disconnect < deadline):
-                deadline = disconnect
-    return deadline
-
-
-def decide(record: GameRecord, now_ms: int) -> Verdict | None:
-    """The verdict due at `now_ms`, or None when nothing is due (a move or a return came in time).
-
-    - T-17: a player who moved, dropped, and is not back within 30 s loses by disconnection.
-    - T-16/TB-4: the side whose clock shows zero loses on time; if they never moved the game is
-      unrated (R-3, `loser_never_sat`) and the reason is TERMINATION_NEVER_SAT.
-    - T-19: when the first mover's clock runs out before any move and the second mover never
-      connected (no presence online, no boost, no move), both are absent: GameAbandoned.
-      A second mover who did connect wins: they could not move before the first mover did.
-    When several are due, the earliest deadline decides.
-    """
+def record_verdict(record: GameRecord, now_ms: int) -> Verdict | None:
+    """The verdict due at `now_ms` on a running game (T-16..T-19, TB-4, R-3), or None."""
     if record.status is not Status.RUNNING or record.clock is None:
         return None
-    due: list[tuple[int, int, Side]] = []
-    for side in Side:
-        deadline = disconnect_deadline_ms(record, side)
-        if deadline is not None and deadline <= now_ms:
-            due.append((deadline, TERMINATION_DISCONNECTION, side))
-    flagged = _flagged_side(record.clock, now_ms)
-    if flagged is not None:
-        deadline = flag_deadline_ms(record)
-        at = deadline if deadline is not None and flagged is record.clock.to_move else now_ms
-        due.append((min(at, now_ms), TERMINATION_TIME, flagged))
-    if not due:
-        return None
-    at_ms, reason, loser = min(due, key=lambda item: (item[0], item[1] != TERMINATION_TIME))
-    if reason == TERMINATION_DISCONNECTION:
-        return Verdict(Outcome.FLAGGED, loser, reason, False, at_ms)
-    if record.has_sat(loser):
-        return Verdict(Outcome.FLAGGED, loser, TERMINATION_TIME, False, at_ms)
-    opponent = loser.other
-    if not record.has_sat(opponent) and not record.presence[opponent].seen:
-        return Verdict(Outcome.ABANDONED, None, TERMINATION_BOTH_ABSENT, True, at_ms)
-    return Verdict(Outcome.FLAGGED, loser, TERMINATION_NEVER_SAT, True, at_ms)
-
-
-def _flagged_side(clock: FischerClock | TripleBlockClock, now_ms: int) -> Side | None:
-    if isinstance(clock, FischerClock):
-        return clock.to_move if clock.is_flagged(now_ms) else None
-    # TB-7: a rejected claim's charge can empty the clock of a side not to move.
-    return clock.flagged_side(now_ms // 1000)
+    white, black = record.presence[Side.WHITE], record.presence[Side.BLACK]
+    return decide(record.clock, now_ms, Presence(white.seen, white.offline_since_ms),
+                  Presence(black.seen, black.offline_since_ms))
 
 
 # -- codec ------------------------------------------------------------------------------------------
@@ -390,15 +286,19 @@ def encode_body(record: GameRecord) -> str:
         # The shape of almost every save (a running game): written without the JSON encoder,
         # byte for byte what it would write (the clock string never needs escaping).
         white_seen, white_off, black_seen, black_off = record.presence_stored()
+        key = (white_seen, white_off, black_seen, black_off, record.ended_at_ms, record._stored_meta_raw)
+        if key != record._tail_key:
+            record._tail_key = key
+            record._tail = (f'[{_scalar(white_seen)},{_scalar(white_off)},{_scalar(black_seen)},'
+                            f'{_scalar(black_off)}],null,null,null,"",{_scalar(record.ended_at_ms)}]'
+                            f'{SEP}{record._stored_meta_raw}')
         return (f'{SEP}["{record.status.value}",{_scalar(record.started_at_ms)},"{encode_clock(record.clock)}",'
-                f'{record.ply},[{_scalar(white_seen)},{_scalar(white_off)},{_scalar(black_seen)},'
-                f'{_scalar(black_off)}],null,null,null,"",{_scalar(record.ended_at_ms)}]'
-                f'{SEP}{record._stored_meta_raw}')
+                f'{record.ply},{record._tail}')
     hot = [
         record.status.value, record.started_at_ms, encode_clock(record.clock), record.ply,
         record.presence_stored(), record.pending_boosts or None,
         {player: [p.seen, p.offline_since_ms] for player, p in record.unplaced.items()} or None,
-        record.verdict.to_json() if record.verdict else None, record.claim_reason, record.ended_at_ms,
+        verdict_to_json(record.verdict) if record.verdict else None, record.claim_reason, record.ended_at_ms,
     ]
     return SEP + _JSON.encode(hot) + SEP + record._stored_meta_raw
 
@@ -429,7 +329,7 @@ def decode_body(game_id: str, version: str, body: str, metas: dict[str, GameMeta
         game_id, version=version, status=_STATUSES[status], meta=meta, started_at_ms=started_at,
         clock=decode_clock(clock), ply=ply, presence_raw=presence,
         unplaced={player: SidePresence(seen, offline) for player, (seen, offline) in (unplaced or {}).items()},
-        pending_boosts=boosts or {}, verdict=Verdict.from_json(verdict) if verdict else None,
+        pending_boosts=boosts or {}, verdict=verdict_from_json(verdict) if verdict else None,
         claim_reason=claim_reason, ended_at_ms=ended_at,
     )
     record._stored_meta = meta
@@ -488,10 +388,6 @@ def decode_clock(raw: str | None) -> FischerClock | TripleBlockClock | None:
 
 
 _SIDE_BY_LETTER = {"w": Side.WHITE, "b": Side.BLACK}
-
-
-def _encode_fischer_side(side: SideClock) -> str:
-    return f"{side.remaining_ms},{side.increment_ms},{side.moves},{int(side.boosted)}"
 
 
 def _decode_fischer_side(raw: str) -> SideClock:

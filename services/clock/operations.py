@@ -9,17 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arbiter.clocks import ClockError, FischerClock, TripleBlockClock, disconnect_deadline
-from services.clock.model import (
-    GameMeta,
-    GameRecord,
-    Kind,
-    SidePresence,
-    Status,
-    clamp_instant,
-    clock_instant,
-    with_meta,
-)
+from arbiter.clocks import ClockError, FischerClock, TripleBlockClock, disconnect_deadline, effective_ms
+from arbiter.clocks.verdict import clock_instant
+from services.clock.model import GameMeta, GameRecord, Kind, SidePresence, Status, with_meta
+
+
+_NOT_STARTED = frozenset((Status.NEW, Status.REQUESTED, Status.WAITING))
 
 
 @dataclass(frozen=True)
@@ -132,7 +127,7 @@ def apply_move(record: GameRecord, player_id: str, ply: int, played_at_ms: int |
     """
     if ply <= record.ply:
         return "stale"
-    if record.status in (Status.NEW, Status.REQUESTED, Status.WAITING):
+    if record.status in _NOT_STARTED:
         park_move(record, player_id, ply, played_at_ms)
         return "parked"
     if record.status is not Status.RUNNING or record.clock is None:
@@ -143,7 +138,7 @@ def apply_move(record: GameRecord, player_id: str, ply: int, played_at_ms: int |
     clock = record.clock
     if side is not clock.to_move:
         return "wrong_turn"
-    at_ms = clamp_instant(record, played_at_ms, now_ms)
+    at_ms = effective_ms(record.clock, played_at_ms, now_ms)
     try:
         record.clock = clock.after_move(side, at_ms if isinstance(clock, FischerClock) else at_ms // 1000)
     except ClockError:
@@ -161,7 +156,7 @@ def on_presence(record: GameRecord, player_id: str, online: bool, at_ms: int | N
     """PlayerPresenceChanged (T-16, T-17).
 
     Before a player's first move only the facts are kept (seen, offline since): the clock
-    decides. After it, going offline arms the 30 s deadline (`model.disconnect_deadline_ms`)
+    decides. After it, going offline arms the 30 s deadline (`arbiter.clocks.disconnect_deadline_ms`)
     and coming back before it disarms it; coming back after it changes nothing, the loss stands.
     """
     if not record.is_live:
@@ -206,7 +201,7 @@ def boost(record: GameRecord, player_id: str, at_ms: int | None, now_ms: int) ->
     if clock.side(side).moves > 0:
         return "after_first_move"
     try:
-        record.clock = clock.boost(side, clamp_instant(record, at_ms, now_ms))
+        record.clock = clock.boost(side, effective_ms(record.clock, at_ms, now_ms))
     except ClockError:
         # Boosted already, or the cut would empty the clock.
         return "refused"
@@ -218,7 +213,7 @@ def on_finished(record: GameRecord, finished_at_ms: int | None, now_ms: int) -> 
     """GameFinished: the play site ended the game; the clock stops and no flag can follow."""
     if record.status is Status.OVER:
         return "duplicate"
-    at = clamp_instant(record, finished_at_ms, now_ms)
+    at = effective_ms(record.clock, finished_at_ms, now_ms)
     if record.clock is not None and record.clock.is_running:
         record.clock = record.clock.stop(clock_instant(record.clock, at))
     record.status = Status.OVER

@@ -68,7 +68,9 @@ class StatePublisher:
                 if len(self._partition_of) > 200_000:
                     self._partition_of.clear()
                 partition = self._partition_of[key] = self.partitioner(key, partitions, partitions)
-            builders = batches.setdefault(partition, [self.producer.create_batch()])
+            builders = batches.get(partition)
+            if builders is None:
+                builders = batches[partition] = [self.producer.create_batch()]
             value = state.SerializeToString()
             headers = [("event-id", state.meta.event_id.encode()), _HEADER_TYPE]
             if builders[-1].append(key=key, value=value, timestamp=None, headers=headers) is None:

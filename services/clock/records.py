@@ -17,9 +17,10 @@ from typing import TypeVar
 import asyncpg
 from redis.exceptions import RedisError
 
+from arbiter.clocks import Verdict
 from arbiter.kit.outbox import Outbox
 from services.clock.messages import verdict_event
-from services.clock.model import GameRecord, Status, Verdict, decode_body, encode_body, next_deadline_ms
+from services.clock.model import GameRecord, Status, decode_body, encode_body, record_deadline_ms
 from services.clock.store import LiveStore
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ class CorrespondenceStore:
                 await connection.execute(
                     "UPDATE tb_games SET version = $2, status = $3, record = $4, deadline_ms = $5, updated_at = now()"
                     " WHERE game_id = $1",
-                    game_id, version, record.status.value, encode_body(record), next_deadline_ms(record),
+                    game_id, version, record.status.value, encode_body(record), record_deadline_ms(record),
                 )
                 if created and create is not None and not await self.live.mirror(record, version, create.version):
                     # Redis changed since `create` was read from it: start again from what it holds now.

@@ -4,8 +4,9 @@ Every write of a game is a compare-and-set on the version at the head of its str
 script), so the move consumer, the presence and boost consumers, the flag poller and gRPC
 calls (possibly in different replicas) never overwrite each other: the loser of a race reloads
 and retries. The same script keeps the game's next deadline in `<prefix>:deadlines` (score =
-competition ms), so the record and its deadline never disagree. A batch of moves reads its
-games with one MGET and writes them with one script call.
+competition ms), so the record and its deadline never disagree. A batch of moves writes its
+games with one script call, and reads only those this process did not save last (`take_known`:
+the compare-and-set of the write checks the others).
 
 Flag claims: `claim_due` moves due games from `deadlines` to `inflight` with a lease in one
 script, so of two replicas exactly one takes a game; a replica killed before saving the flag
@@ -29,7 +30,7 @@ from collections.abc import Iterable, Sequence
 
 import redis.asyncio as aioredis
 
-from services.clock.model import GameMeta, GameRecord, Kind, Status, decode_value, encode_body, next_deadline_ms
+from services.clock.model import GameMeta, GameRecord, Kind, Status, decode_value, encode_body, record_deadline_ms
 
 _HEADER = """
 local function header(value)
@@ -153,8 +154,9 @@ class LiveStore:
         self.parked_ttl_ms = parked_ttl_ms
         # Parsed metas by their stored text: a game's meta never changes once it runs.
         self.metas: dict[str, GameMeta] = {}
-        # The last record this process saved per game, with its stored bytes.
-        self._known: dict[str, tuple[bytes, GameRecord]] = {}
+        # The last record this process saved per game, with its stored text (version, body): the
+        # bytes are put together only when a read compares them, off the move path.
+        self._known: dict[str, tuple[str, str, GameRecord]] = {}
         self.known_limit = 200_000
         self._save = redis.register_script(_SAVE)
         self._load_joined = redis.register_script(_LOAD_JOINED)
@@ -190,10 +192,12 @@ class LiveStore:
                 records[game_id] = None
                 continue
             known = self._known.pop(game_id, None)
-            # Unchanged since this process saved it: skip parsing (the move path's main cost). The
+            # Unchanged since this process saved it: skip parsing (a read's main cost). The
             # caller owns the object now; saving it puts it back, so no two callers share one.
-            records[game_id] = known[1] if known is not None and known[0] == value else decode_value(
-                game_id, value, self.metas)
+            if known is not None and value == f"{known[0]};-1{known[1]}".encode():
+                records[game_id] = known[2]
+            else:
+                records[game_id] = decode_value(game_id, value, self.metas)
         waiting = [r for r in records.values() if r is not None and r.status in _NOT_STARTED]
         if waiting:
             async with self.redis.pipeline(transaction=False) as pipe:
@@ -203,6 +207,21 @@ class LiveStore:
             for record, moves in zip(waiting, parked):
                 record.early_moves = {int(ply): move for ply, move in moves.items()}
         return records
+
+    def take_known(self, game_ids: Iterable[str]) -> dict[str, GameRecord]:
+        """The records this process last saved of `game_ids`, unchecked against Redis (no round trip).
+
+        Only for a caller that saves what it decides with them: the compare-and-set on their
+        version then checks that nobody changed the game since (another replica, the flag
+        poller, a gRPC call). The caller owns the objects; saving puts them back.
+        """
+        known = self._known
+        taken: dict[str, GameRecord] = {}
+        for game_id in game_ids:
+            entry = known.pop(game_id, None)
+            if entry is not None:
+                taken[game_id] = entry[2]
+        return taken
 
     def _ttl(self, record: GameRecord) -> str:
         if record.status is Status.OVER:
@@ -224,15 +243,18 @@ class LiveStore:
         plain: list[int] = []
         other: list[int] = []
         for index, record in enumerate(records):
-            early = record.consumed_early or any(ply not in record.consumed_early for ply in record.early_moves)
+            early = bool(record.consumed_early) or (
+                bool(record.early_moves) and any(ply not in record.consumed_early for ply in record.early_moves))
             (other if early or _CONTROL.search(record.game_id) else plain).append(index)
         saved = [False] * len(records)
         bodies = [encode_body(record) for record in records]
         if plain:
-            payload = _GS.join(
-                f"{records[i].version}|{_deadline(records[i])}|{self._ttl(records[i])}|{records[i].game_id}{_FS}{bodies[i]}"
-                for i in plain
-            )
+            parts = []
+            for i in plain:
+                record = records[i]
+                ttl = "" if record.status is Status.RUNNING else self._ttl(record)
+                parts.append(f"{record.version}|{_deadline(record)}|{ttl}|{record.game_id}{_FS}{bodies[i]}")
+            payload = _GS.join(parts)
             reply = await self._save_joined(keys=[self.deadlines], args=[f"{self.prefix}:g:", payload])
             for i, flag in zip(plain, reply):
                 saved[i] = flag == _SAVED
@@ -259,13 +281,15 @@ class LiveStore:
             if remember and record.kind is not Kind.TRIPLE_BLOCK and record.status not in _NOT_STARTED:
                 # Only this process's copies are trusted, and only while the stored text is the
                 # same byte for byte (a Triple Block copy's row version is not known here).
-                self._remember(record, f"{record.version};-1{body}".encode())
+                self._remember(record, body)
+            else:
+                self._known.pop(record.game_id, None)
         return saved
 
-    def _remember(self, record: GameRecord, value: bytes) -> None:
+    def _remember(self, record: GameRecord, body: str) -> None:
         if len(self._known) > self.known_limit:
             self._known.clear()
-        self._known[record.game_id] = (value, record)
+        self._known[record.game_id] = (record.version, body, record)
 
     async def save(self, record: GameRecord) -> bool:
         """Compare-and-set one record."""
@@ -278,7 +302,7 @@ class LiveStore:
         new row replaces what Redis alone knew (a GameStarted, early moves), so it must not
         overwrite a change made since that was read. False when that happened.
         """
-        deadline = next_deadline_ms(record)
+        deadline = record_deadline_ms(record)
         reply = await self._mirror(
             keys=[self.key(record.game_id), self.deadlines, self.early_key(record.game_id)],
             args=[row_version, record.game_id, "" if deadline is None else str(deadline), self._ttl(record),
@@ -320,5 +344,5 @@ _CONTROL = re.compile("[\x00-\x1f]")
 
 
 def _deadline(record: GameRecord) -> str:
-    deadline = next_deadline_ms(record)
+    deadline = record_deadline_ms(record)
     return "" if deadline is None else str(deadline)

@@ -1,4 +1,5 @@
-"""Clock maths: live Fischer clocks with the arena boost, and Triple Block correspondence clocks.
+"""Clock maths: live Fischer clocks with the arena boost, and Triple Block correspondence clocks,
+and the verdicts when time runs out or a player stays away.
 
 Pure and stdlib-only. Live clocks count integer milliseconds, Triple Block clocks integer
 seconds (TB: exact times, never rounded to days). Timestamps are whatever epoch the caller
@@ -26,6 +27,18 @@ from arbiter.clocks.tripleblock import (
     schedule_for,
     schedule_table,
 )
+from arbiter.clocks.verdict import (
+    Clock,
+    Outcome,
+    Presence,
+    Termination,
+    Verdict,
+    decide,
+    disconnect_deadline_ms,
+    effective_ms,
+    has_sat,
+    next_deadline_ms,
+)
 
 __all__ = [
     "CLOCK_CAP_S",
@@ -36,21 +49,31 @@ __all__ = [
     "Claim",
     "ClaimError",
     "ClaimKind",
+    "Clock",
     "ClockError",
     "FischerClock",
+    "Outcome",
+    "Presence",
     "RefuelError",
     "Schedule",
     "ScheduleError",
     "Side",
     "SideClock",
     "Speed",
+    "Termination",
     "TimeControlError",
     "TripleBlockClock",
     "TripleBlockState",
+    "Verdict",
     "boosted_time_control",
+    "decide",
     "disconnect_deadline",
+    "disconnect_deadline_ms",
+    "effective_ms",
     "estimated_duration_s",
     "event_length_days",
+    "has_sat",
+    "next_deadline_ms",
     "schedule_for",
     "schedule_table",
     "speed_of",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from arbiter.clocks import Side
+from arbiter.clocks import Outcome, Side, Termination, Verdict
 from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox
@@ -21,7 +21,7 @@ from arbiter.kit.timesource import TimeSource
 from services.clock import operations as ops
 from services.clock.flags import FlagPoller
 from services.clock.metrics import ClockMetrics
-from services.clock.model import TERMINATION_NEVER_SAT, GameMeta, GameRecord, Kind, Outcome, Status, Verdict
+from services.clock.model import GameMeta, GameRecord, Kind, Status
 from services.clock.records import CorrespondenceStore
 from services.clock.settings import ClockSettings
 from services.clock.store import LiveStore
@@ -64,7 +64,7 @@ async def test_two_pollers_save_each_flag_once(infra_env) -> None:
         orphan = GameRecord("race-orphan")
         ops.on_started(orphan, meta, now - 20_000, now)
         orphan.status = Status.DECIDED
-        orphan.verdict = Verdict(Outcome.FLAGGED, Side.WHITE, TERMINATION_NEVER_SAT, True, now - 10_000)
+        orphan.verdict = Verdict(Outcome.FLAGGED, Side.WHITE, Termination.NEVER_SAT, True, now - 10_000)
         assert all(await live.save_many([*records, orphan]))
         await redis.zadd(f"{prefix}:inflight", {"race-orphan": now - 1})
 

@@ -1,26 +1,22 @@
-"""The clock service's own decisions, in memory: who loses, why, and what is stored (no I/O).
+"""The clock service's records in memory: events applied, verdicts through the record, stored form (no I/O).
 
-These belong with the unit tests; they live here because this folder is the clock service's.
+The verdict rules themselves are unit-tested in tests/unit/clocks/test_verdict.py; these check
+that a record hands its clock and presence facts to them as the events left them.
 """
 
 from __future__ import annotations
 
-from arbiter.clocks import Side
+from arbiter.clocks import Outcome, Side, Termination
 from services.clock import operations as ops
 from services.clock.model import (
-    TERMINATION_BOTH_ABSENT,
-    TERMINATION_DISCONNECTION,
-    TERMINATION_NEVER_SAT,
-    TERMINATION_TIME,
     GameMeta,
     GameRecord,
     Kind,
-    Outcome,
     Status,
-    decide,
     decode_body,
     encode_body,
-    next_deadline_ms,
+    record_deadline_ms,
+    record_verdict,
 )
 
 LIVE = GameMeta(white_id="w", black_id="b", kind=Kind.FISCHER, base_s=60, increment_s=2, requested=True,
@@ -34,41 +30,41 @@ def started(meta: GameMeta = LIVE) -> GameRecord:
 
 
 def test_t19_first_mover_flags_before_any_move_and_second_never_connected() -> None:
-    verdict = decide(started(), 60_000)
-    assert verdict is not None and verdict.outcome is Outcome.ABANDONED and verdict.reason == TERMINATION_BOTH_ABSENT
-    assert decide(started(), 59_999) is None
+    verdict = record_verdict(started(), 60_000)
+    assert verdict is not None and verdict.outcome is Outcome.ABANDONED and verdict.reason == Termination.BOTH_ABSENT
+    assert record_verdict(started(), 59_999) is None
 
 
 def test_second_mover_present_wins_against_a_first_mover_who_never_sat() -> None:
     record = started()
     ops.on_presence(record, "b", True, 10, 10)
-    verdict = decide(record, 60_000)
+    verdict = record_verdict(record, 60_000)
     assert verdict is not None and verdict.loser is Side.WHITE
-    assert verdict.reason == TERMINATION_NEVER_SAT and verdict.loser_never_sat  # R-3
+    assert verdict.reason == Termination.NEVER_SAT and verdict.loser_never_sat  # R-3
 
 
 def test_second_mover_who_never_moves_loses_never_sat_and_a_mover_loses_on_time() -> None:
     record = started()
     assert ops.apply_move(record, "w", 1, 1_000, 1_000) == "applied"
-    verdict = decide(record, 61_000)
-    assert verdict is not None and verdict.loser is Side.BLACK and verdict.reason == TERMINATION_NEVER_SAT
+    verdict = record_verdict(record, 61_000)
+    assert verdict is not None and verdict.loser is Side.BLACK and verdict.reason == Termination.NEVER_SAT
     assert ops.apply_move(record, "b", 2, 2_000, 2_000) == "applied"
-    verdict = decide(record, 2_000 + 61_000)
-    assert verdict is not None and verdict.loser is Side.WHITE and verdict.reason == TERMINATION_TIME
+    verdict = record_verdict(record, 2_000 + 61_000)
+    assert verdict is not None and verdict.loser is Side.WHITE and verdict.reason == Termination.TIME
     assert not verdict.loser_never_sat
 
 
 def test_t17_deadline_only_after_the_first_move_and_a_late_return_changes_nothing() -> None:
     record = started()
     ops.on_presence(record, "w", False, 500, 500)
-    assert next_deadline_ms(record) == 60_000, "before the first move the clock decides (T-17)"
+    assert record_deadline_ms(record) == 60_000, "before the first move the clock decides (T-17)"
     ops.on_presence(record, "w", True, 700, 700)
     ops.apply_move(record, "w", 1, 1_000, 1_000)
     ops.on_presence(record, "w", False, 2_000, 2_000)
-    assert next_deadline_ms(record) == 32_000
+    assert record_deadline_ms(record) == 32_000
     assert ops.on_presence(record, "w", True, 32_500, 32_500) == "too_late"
-    verdict = decide(record, 32_500)
-    assert verdict is not None and verdict.reason == TERMINATION_DISCONNECTION and verdict.loser is Side.WHITE
+    verdict = record_verdict(record, 32_500)
+    assert verdict is not None and verdict.reason == Termination.DISCONNECTION and verdict.loser is Side.WHITE
 
 
 def test_events_before_the_players_are_known_are_kept_by_player() -> None:
@@ -110,3 +106,20 @@ def test_the_fast_encoding_is_what_the_json_encoder_writes() -> None:
     record.claim_reason = "the general path"
     general = encode_body(record)
     assert fast == general.replace('"the general path"', '""')
+
+
+def test_nothing_is_decided_nor_due_unless_the_game_runs() -> None:
+    record = GameRecord("g")
+    assert record_verdict(record, 10**12) is None and record_deadline_ms(record) is None
+    record = started()
+    ops.on_finished(record, 1_000, 1_000)
+    assert record_verdict(record, 10**12) is None and record_deadline_ms(record) is None
+
+
+def test_a_decided_record_keeps_its_verdict_through_the_stored_form() -> None:
+    record = started()
+    verdict = record_verdict(record, 60_000)
+    assert verdict is not None
+    record.status, record.verdict = Status.DECIDED, verdict
+    back = decode_body("g", "1", encode_body(record), {})
+    assert back.verdict == verdict and back.verdict.reason is Termination.BOTH_ABSENT

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arbiter.clocks import ClockError, FischerClock, Side, TimeControlError, boosted_time_control
+from arbiter.clocks import ClockError, FischerClock, Side, SideClock, TimeControlError, boosted_time_control
 
 W, B = Side.WHITE, Side.BLACK
 
@@ -181,3 +183,39 @@ def test_time_is_conserved(base_s: int, inc_s: int, thinks: list[int]) -> None:
         clock = clock.after_move(mover, now)
         assert clock.side(mover).remaining_ms == before - think + inc_s * 1000
         assert clock.side(mover.other).remaining_ms >= 0
+
+
+def _reference_after_move(clock: FischerClock, side: Side, now_ms: int) -> FischerClock:
+    """The move rule written plainly (time used deducted, increment added, turn passed)."""
+    state = clock.side(side)
+    left = clock.remaining(side, now_ms)
+    moved = replace(state, remaining_ms=left + state.increment_ms, moves=state.moves + 1)
+    clock = replace(clock, white=moved) if side is W else replace(clock, black=moved)
+    return replace(clock, to_move=side.other, running_since_ms=now_ms)
+
+
+@given(
+    st.integers(1, 600), st.integers(0, 30), st.sampled_from(Side), st.booleans(),
+    st.lists(st.integers(0, 90_000), min_size=1, max_size=30),
+)
+def test_after_move_is_the_plain_rule(base_s: int, inc_s: int, first: Side, boost: bool, thinks: list[int]) -> None:
+    clock = FischerClock.new(base_s, inc_s, first).start(0)
+    if boost and base_s > 60:
+        clock = clock.boost(first.other, 0)
+    now = 0
+    for think in thinks:
+        now += think
+        if clock.is_flagged(now):
+            with pytest.raises(ClockError):
+                clock.after_move(clock.to_move, now)
+            return
+        expected = _reference_after_move(clock, clock.to_move, now)
+        clock = clock.after_move(clock.to_move, now)
+        assert clock == expected and hash(clock) == hash(expected)
+        assert type(clock.white) is SideClock and clock.flag_deadline() == now + clock.side(clock.to_move).remaining_ms
+
+
+def test_after_move_refuses_time_going_backwards() -> None:
+    clock = running(at=5_000)
+    with pytest.raises(ClockError, match="backwards"):
+        clock.after_move(W, 4_999)

@@ -1,0 +1,109 @@
+"""The move path's unread copies, on real Redis: a copy another replica made stale is never trusted.
+
+A replica applies a batch of moves to the records it saved last without reading them again; the
+compare-and-set of the save is what checks them. Two in-process replicas share one Redis: each
+one's copies go stale whenever the other changes a game, and every move must still land once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+
+from arbiter.contracts import events_pb2 as ev
+from arbiter.kit.db import create_pool, migrate, migrations_in
+from arbiter.kit.kafka import ensure_topics
+from arbiter.kit.metrics import Metrics
+from arbiter.kit.outbox import Outbox
+from arbiter.kit.timesource import TimeSource
+from services.clock.handlers import ClockHandlers
+from services.clock.metrics import ClockMetrics
+from services.clock.publisher import StatePublisher
+from services.clock.records import CorrespondenceStore
+from services.clock.store import LiveStore
+
+MIGRATIONS = Path(__file__).resolve().parents[3] / "services" / "clock" / "migrations"
+
+
+@pytest.fixture
+async def replicas(infra_env):  # type: ignore[no-untyped-def]
+    """Two clock-service replicas (handlers, stores, publishers) on one Redis prefix."""
+    schema = f"clock_cache_{uuid.uuid4().hex[:8]}"
+    prefix = f"clock-cache-{uuid.uuid4().hex[:8]}"
+    bootstrap = infra_env["KAFKA_BOOTSTRAP_SERVERS"]
+    await ensure_topics(bootstrap, 1)
+    pool = await create_pool(infra_env["DATABASE_URL"], schema, min_size=1, max_size=2)
+    await migrate(pool, schema, migrations_in(MIGRATIONS, "clock"))
+    redis = aioredis.from_url(infra_env["REDIS_URL"])
+    time = TimeSource()
+    made: list[tuple[ClockHandlers, StatePublisher]] = []
+    for n in range(2):
+        live = LiveStore(redis, prefix, 60_000, 60_000)
+        metrics = Metrics("clock")
+        publisher = StatePublisher(bootstrap, f"clock-cache-test-{n}", metrics)
+        await publisher.start()
+        handlers = ClockHandlers(live, CorrespondenceStore(pool, live), Outbox("clock", time), publisher, time,
+                                 ClockMetrics.create(metrics))
+        made.append((handlers, publisher))
+    try:
+        yield [handlers for handlers, _ in made]
+    finally:
+        for _, publisher in made:
+            await publisher.stop()
+        keys = [key async for key in redis.scan_iter(f"{prefix}:*")]
+        if keys:
+            await redis.delete(*keys)
+        await redis.aclose()
+        async with pool.acquire() as connection:
+            await connection.execute(f"DROP SCHEMA {schema} CASCADE")
+        await pool.close()
+
+
+def started(game_id: str, at: datetime) -> ev.GameStarted:
+    event = ev.GameStarted(game_id=game_id, white_id=f"{game_id}-w", black_id=f"{game_id}-b", variant="international")
+    event.time_control.fischer.base_seconds = 600
+    event.started_at.FromDatetime(at)
+    return event
+
+
+def move(game_id: str, ply: int, at: datetime) -> ev.MoveMade:
+    event = ev.MoveMade(game_id=game_id, player_id=f"{game_id}-{'w' if ply % 2 else 'b'}", ply=ply, move="x")
+    event.played_at.FromDatetime(at)
+    return event
+
+
+def presence(game_id: str, player: str, online: bool, at: datetime) -> ev.PlayerPresenceChanged:
+    event = ev.PlayerPresenceChanged(game_id=game_id, player_id=player, online=online)
+    event.at.FromDatetime(at)
+    return event
+
+
+async def test_moves_land_once_whatever_the_other_replica_did_meanwhile(replicas) -> None:  # type: ignore[no-untyped-def]
+    a, b = replicas
+    game = f"cache-{uuid.uuid4().hex[:8]}"
+    t0 = datetime.now(UTC) - timedelta(seconds=30)
+    await a.on_started([started(game, t0)])  # a saved it last: its next batch reads nothing
+    await b.on_moves([move(game, 1, t0 + timedelta(seconds=1))])
+    # a's copy is at ply 0, white to move: black's move looks like the wrong turn until a reads again.
+    assert await a.on_moves([move(game, 2, t0 + timedelta(seconds=2))]) == "handled"
+    record = await a.live.load(game)
+    assert record is not None and record.ply == 2 and record.clock is not None
+    assert record.clock.white.moves == 1 and record.clock.black.moves == 1
+
+    # b's copy is now stale by a's save; b changes the game without a move (presence), then a moves
+    # on its own copy: the compare-and-set refuses it, a reads again, and b's change is kept.
+    await b.on_presence([presence(game, f"{game}-b", False, t0 + timedelta(seconds=3))])
+    assert await a.on_moves([move(game, 3, t0 + timedelta(seconds=4))]) == "handled"
+    record = await b.live.load(game)
+    assert record is not None and record.ply == 3
+    assert record.offline_since_ms(record.clock.to_move) is not None, "b's presence change was kept"  # type: ignore[union-attr]
+
+    # A redelivered move is stale on a fresh read as on a cached copy: nothing changes.
+    assert await a.on_moves([move(game, 3, t0 + timedelta(seconds=4))]) == "ignored"
+    assert await b.on_moves([move(game, 2, t0 + timedelta(seconds=2))]) == "ignored"
+    again = await a.live.load(game)
+    assert again is not None and again.ply == 3 and again.clock == record.clock
