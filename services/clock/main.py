@@ -15,7 +15,7 @@ from pathlib import Path
 from arbiter.contracts import clock_pb2_grpc
 from arbiter.kit import events
 from arbiter.kit.grpcserver import GrpcService
-from arbiter.kit.kafka import subscribe
+from arbiter.kit.kafka import subscribe, subscribe_many
 from arbiter.kit.logs import configure_logging
 from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
@@ -42,16 +42,15 @@ async def serve(settings: ClockSettings, stop: asyncio.Event | None = None) -> N
     correspondence = CorrespondenceStore(infra.pool, live)
     publisher = StatePublisher(settings.kafka_bootstrap_servers, f"arbiter-{SERVICE}-state", infra.metrics)
     handlers = ClockHandlers(live, correspondence, infra.outbox, publisher, infra.time_source, metrics)
-    # One consumer group per topic: a slow topic never holds another one's partitions.
-    for topic, handler in (
-        (events.GAME_REQUESTED, handlers.on_requested),
-        (events.GAME_STARTED, handlers.on_started),
-        (events.PRESENCE_CHANGED, handlers.on_presence),
-        (events.BOOST_TAKEN, handlers.on_boost),
-        (events.GAME_FINISHED, handlers.on_finished),
-    ):
-        subscribe(infra.broker, settings, infra.metrics, topic, f"{SERVICE}.{topic.name}", handler, batch=True,
-                  max_records=settings.event_batch_size)
+    # Moves have a consumer of their own: a burst of moves never delays a game's start or end; the
+    # lifecycle topics share one consumer (one group join, one fetch loop).
+    subscribe_many(infra.broker, settings, infra.metrics, {
+        events.GAME_REQUESTED: handlers.on_requested,
+        events.GAME_STARTED: handlers.on_started,
+        events.PRESENCE_CHANGED: handlers.on_presence,
+        events.BOOST_TAKEN: handlers.on_boost,
+        events.GAME_FINISHED: handlers.on_finished,
+    }, f"{SERVICE}.lifecycle", max_records=settings.event_batch_size)
     subscribe(infra.broker, settings, infra.metrics, events.MOVE_MADE, f"{SERVICE}.{events.MOVE_MADE.name}",
               handlers.on_moves, batch=True, max_records=settings.move_batch_size)
     poller = FlagPoller(live, correspondence, infra.pool, infra.outbox, infra.time_source, metrics, settings)
