@@ -59,8 +59,10 @@ class SystemStack:
     say: Callable[[str], None] = print
     # Service tokens on (issue 10): without AUTH_KEYS in the environment, a key is made for this run.
     auth: bool = False
-    # This system's consumer groups, apart from any other system's on the same broker (KAFKA_GROUP_PREFIX).
-    kafka_group_prefix: str = field(default_factory=lambda: f"{secrets.token_hex(3)}.")
+    # KAFKA_GROUP_PREFIX of the services. Empty by default: systems started one after another on one
+    # broker (the test suite) then continue from the offsets the previous one committed, where groups of
+    # their own would read every topic from its beginning (a new group starts at the earliest offset).
+    kafka_group_prefix: str = ""
     kafka_bootstrap: str = ""
     redis_url: str = ""
     database_url: str = ""
@@ -143,7 +145,8 @@ class SystemStack:
             env["TIME_ORIGIN"] = self.time_origin
         for other in self.services.values():
             env[f"{other.name.upper()}_GRPC_ADDR"] = other.grpc_address
-        env.setdefault("KAFKA_GROUP_PREFIX", self.kafka_group_prefix)
+        if self.kafka_group_prefix:
+            env.setdefault("KAFKA_GROUP_PREFIX", self.kafka_group_prefix)
         env.update(self._auth_env())
         env.update(self.extra_env)
         return env

@@ -30,8 +30,8 @@ class KitSettings(BaseSettings):
     kafka_session_timeout_ms: int = Field(default=6000, ge=1000)
     kafka_heartbeat_interval_ms: int = Field(default=1000, ge=100)
     kafka_partitions: int = Field(default=4, ge=1)
-    # Prepended to every consumer group id. Systems sharing one broker (the test suite's stacks) each
-    # need their own groups: tansu can leave a group all of whose members left wedged for the next joiner.
+    # Prepended to every consumer group id: two deployments sharing one broker keep apart. A new
+    # prefix means new groups, which read every topic from its beginning.
     kafka_group_prefix: str = Field(default="", pattern=r"^[A-Za-z0-9._-]*$")
     # aiokafka's default, right for Apache Kafka (it answers a fetch as soon as records arrive). tansu
     # answers only when the wait ends, so each hop there waits up to this long (measured: p50 216 ms at
