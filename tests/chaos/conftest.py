@@ -42,7 +42,11 @@ class Figures:
     def as_dict(self) -> dict[str, Any]:
         return {
             "faults_injected": self.counts.faults,
-            "events_redelivered": self.counts.events_redelivered,
+            "faults_by_kind": self.counts.by_kind(),
+            "services_killed": dict(sorted(self.counts.killed.items())),
+            "events_redelivered": self.counts.events_redelivered + self.counts.events_replayed_out_of_order,
+            "events_redelivered_in_order": self.counts.events_redelivered,
+            "events_redelivered_out_of_order": self.counts.events_replayed_out_of_order,
             "differences_found": sum(len(d) for d in self.differences.values()),
             "counts": self.counts.as_dict(),
             "tests": self.tests,
@@ -60,14 +64,54 @@ def chaos_figures() -> Iterator[Figures]:
     path = Path(os.environ.get("CHAOS_RESULTS", ".arbiter/chaos-results.json"))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    print("\n== chaos figures")
-    print(f"faults injected:    {data['faults_injected']}  ({json.dumps(data['counts'])})")
-    print(f"events redelivered: {data['events_redelivered']}")
+    kinds = ", ".join(f"{kind} {n}" for kind, n in data["faults_by_kind"].items())
+    killed = ", ".join(f"{name} {n}" for name, n in data["services_killed"].items()) or "none"
+    print("\n== chaos figures (tests run: " + ", ".join(figures.tests) + ")")
+    print(f"faults injected:    {data['faults_injected']}  ({kinds}; killed: {killed})")
+    print(f"events redelivered: {data['events_redelivered']}  (in order, fresh consumer groups: "
+          f"{data['events_redelivered_in_order']}; out of order, shuffled replay: "
+          f"{data['events_redelivered_out_of_order']})")
     print(f"differences found:  {data['differences_found']}")
     for test, found in figures.differences.items():
         for line in found:
             print(f"  {test}: {line}")
     print(f"(written to {path})")
+
+
+class Systems:
+    """Systems started on a broker, a Redis and a database of their own; stopped by `close`."""
+
+    def __init__(self, postgres_server_url: str, directory: Path) -> None:
+        self.postgres_server_url = postgres_server_url
+        self.directory = directory
+        self.stacks: list[SystemStack] = []
+        self.infra: list[ManagedProcess] = []
+
+    def start(self, names: Iterable[str] = SERVICE_NAMES, *, time_scale: float = 60.0,
+              extra_env: dict[str, str] | None = None) -> SystemStack:
+        n = len(self.stacks)
+        kafka_port, redis_port = free_port(), free_port()
+        tansu = start_tansu(kafka_port, self.directory / f"tansu-{n}.log")
+        self.infra.append(tansu)
+        redis = start_redis(redis_port, self.directory / f"redis-{n}" / "redis.log")
+        self.infra.append(redis)
+        database_url = asyncio.run(create_database(self.postgres_server_url, f"arbiter_chaos_{uuid.uuid4().hex[:10]}"))
+        env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{kafka_port}",
+               "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0", "DATABASE_URL": database_url}
+        stack = SystemStack(self.directory / f"system-{n}", time_scale=time_scale, free_ports=True, environ=env,
+                            extra_env=dict(extra_env or {}), say=lambda _line: None)
+        stack.chaos_infra = {"tansu": tansu, "redis": redis}  # type: ignore[attr-defined]
+        self.stacks.append(stack)
+        stack.start_infrastructure()
+        stack.start_services(names)
+        stack.wait_serving(timeout=90, names=names)
+        return stack
+
+    def close(self) -> None:
+        for stack in self.stacks:
+            stack.stop()
+        for process in self.infra:
+            process.stop(signal.SIGINT if process.name == "tansu" else signal.SIGTERM)
 
 
 @pytest.fixture
@@ -77,31 +121,14 @@ def own_system(postgres_server_url: str, tmp_path: Path) -> Iterator[Callable[..
     `own_system(time_scale=60)` returns the SystemStack; `.chaos_infra` holds the tansu and
     redis processes (to pause or flush them).
     """
-    stacks: list[SystemStack] = []
-    infra: list[ManagedProcess] = []
+    systems = Systems(postgres_server_url, tmp_path)
+    yield systems.start
+    systems.close()
 
-    def start(names: Iterable[str] = SERVICE_NAMES, *, time_scale: float = 60.0,
-              extra_env: dict[str, str] | None = None) -> SystemStack:
-        n = len(stacks)
-        kafka_port, redis_port = free_port(), free_port()
-        tansu = start_tansu(kafka_port, tmp_path / f"tansu-{n}.log")
-        infra.append(tansu)
-        redis = start_redis(redis_port, tmp_path / f"redis-{n}" / "redis.log")
-        infra.append(redis)
-        database_url = asyncio.run(create_database(postgres_server_url, f"arbiter_chaos_{uuid.uuid4().hex[:10]}"))
-        env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{kafka_port}",
-               "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0", "DATABASE_URL": database_url}
-        stack = SystemStack(tmp_path / f"system-{n}", time_scale=time_scale, free_ports=True, environ=env,
-                            extra_env=dict(extra_env or {}), say=lambda _line: None)
-        stack.chaos_infra = {"tansu": tansu, "redis": redis}  # type: ignore[attr-defined]
-        stacks.append(stack)
-        stack.start_infrastructure()
-        stack.start_services(names)
-        stack.wait_serving(timeout=90, names=names)
-        return stack
 
-    yield start
-    for stack in stacks:
-        stack.stop()
-    for process in infra:
-        process.stop(signal.SIGINT if process.name == "tansu" else signal.SIGTERM)
+@pytest.fixture(scope="session")
+def session_systems(postgres_server_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Systems]:
+    """Like `own_system`, for a system several tests share (the undisturbed reference run)."""
+    systems = Systems(postgres_server_url, tmp_path_factory.mktemp("chaos-session"))
+    yield systems
+    systems.close()

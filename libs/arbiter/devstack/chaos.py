@@ -10,9 +10,13 @@ what it did in `FaultCounts`, so that a suite can print its figures at the end.
     driver.counts.kills       # faults injected
 
 Helpers: `suspend` / `resume` / `paused` (SIGSTOP / SIGCONT of a process group), `flush_redis`,
-`connection_storm` (hundreds of PostgreSQL connections held open), `rewind_group` (commit the
-earliest offsets for a consumer group whose members are stopped: every event is delivered
-again), `read_topic` (every record of a topic from the beginning), `group_lag`.
+`connection_storm` (hundreds of PostgreSQL connections held open), `redeliver_in_order` (the
+stopped services get consumer groups that committed nothing: every event is delivered again, in
+order), `rewind_group` (commit the earliest offsets for a consumer group whose members are
+stopped; see `redeliver_in_order` for why the suite does not use it), `replay_shuffled` (a
+replaying proxy: every record published again, same key, value and headers, in a seeded random
+order: every event delivered again, out of order), `read_topic` (every record of a topic from
+the beginning), `group_lag`.
 """
 
 from __future__ import annotations
@@ -43,9 +47,10 @@ SERVICE_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
     "pairing": {"pairing": ("game.started", "game.finished", "clock.flagged", "game.abandoned")},
     "arena": {"arena": ("game.finished",), "arena-moves": ("game.move_made",)},
     "openings": {"openings": ("tournament.cancelled",)},
-    "clock": {f"clock.{t}": (t,) for t in (
-        "game.requested", "game.started", "game.presence_changed", "arena.boost_taken", "game.finished",
-        "game.move_made")},
+    # The lifecycle topics share one consumer; moves have their own (services/clock/main.py).
+    "clock": {"clock.lifecycle": ("game.requested", "game.started", "game.presence_changed", "arena.boost_taken",
+                                  "game.finished"),
+              "clock.game.move_made": ("game.move_made",)},
 }
 
 
@@ -62,13 +67,23 @@ class FaultCounts:
     storm_connections: int = 0
     storm_refused: int = 0
     rewinds: int = 0
+    # In order: fresh consumer groups (`redeliver_in_order`) or an offset rewind (`rewind_group`);
+    # out of order: a shuffled replay (`replay_shuffled`).
     events_redelivered: int = 0
+    replays: int = 0
+    events_replayed_out_of_order: int = 0
     killed: dict[str, int] = field(default_factory=dict)
 
     @property
     def faults(self) -> int:
         """Faults injected, all kinds together."""
-        return self.kills + self.pauses + self.redis_flushes + self.connection_storms + self.rewinds
+        return sum(self.by_kind().values())
+
+    def by_kind(self) -> dict[str, int]:
+        """Faults injected per kind (a rewind or a replay counts once, whatever it redelivered)."""
+        return {"service_kills": self.kills, "broker_pauses": self.pauses, "redis_flushes": self.redis_flushes,
+                "postgres_storms": self.connection_storms, "in_order_redeliveries": self.rewinds,
+                "shuffled_replays": self.replays}
 
     def add(self, other: FaultCounts) -> None:
         """Add `other`'s counts to these."""
@@ -81,7 +96,7 @@ class FaultCounts:
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data, with the total."""
-        return {"faults": self.faults, **asdict(self)}
+        return {"faults": self.faults, "by_kind": self.by_kind(), **asdict(self)}
 
 
 class KillDriver:
@@ -227,14 +242,22 @@ def _topic_names(topics: Iterable[str | Topic]) -> list[str]:
     return [t.name if isinstance(t, Topic) else t for t in topics]
 
 
-async def _partitions(consumer: AIOKafkaConsumer, topics: Sequence[str]) -> list[TopicPartition]:
+async def _partitions(consumer: AIOKafkaConsumer, topics: Sequence[str],
+                      patience: float = 10.0) -> list[TopicPartition]:
+    """The partitions of `topics` (none for a topic that does not exist once `patience` seconds have passed)."""
     found: list[TopicPartition] = []
     for topic in topics:
         parts = consumer.partitions_for_topic(topic)
-        if parts is None:
-            await consumer._client.force_metadata_update()  # noqa: SLF001 (no public way to wait for metadata)
-            parts = consumer.partitions_for_topic(topic) or set()
-        found += [TopicPartition(topic, p) for p in sorted(parts)]
+        deadline = time.monotonic() + patience
+        # A fresh consumer's metadata may not hold the topic yet: an empty answer here once made a
+        # whole read return nothing. `topics()` asks the broker for every topic's metadata.
+        while not parts and time.monotonic() < deadline:
+            if topic not in await consumer.topics():
+                break
+            parts = consumer.partitions_for_topic(topic)
+            if not parts:
+                await asyncio.sleep(0.2)
+        found += [TopicPartition(topic, p) for p in sorted(parts or ())]
     return found
 
 
@@ -242,41 +265,52 @@ async def rewind_group(bootstrap: str, group_id: str, topics: Iterable[str | Top
                        counts: FaultCounts | None = None, timeout: float = 60.0) -> int:
     """Commit the earliest offsets for `group_id` on `topics`; return how many events will be delivered again.
 
-    The group's members must be stopped. The commit comes from a member of the group: tansu
-    refuses commits from outside (generation -1) even for an empty group.
+    The group's members must be stopped. The commit comes from members of the group: tansu
+    refuses commits from outside (generation -1) even for an empty group. One member per topic:
+    tansu can leave a group all of whose members left wedged for the next joiner (a lone member
+    subscribed to all four of pairing's topics waited for minutes), and members of one topic
+    each have always been handed their partitions within seconds in our runs.
     """
     names = _topic_names(topics)
-    # A member of the group (the broker may refuse commits from outside it): joins, gets every
-    # partition (the service is stopped), commits the earliest offsets, leaves.
-    consumer = AIOKafkaConsumer(*names, bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False,
-                                auto_offset_reset="earliest", max_poll_records=1)
-    await consumer.start()
+    members = [AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False,
+                                auto_offset_reset="earliest", max_poll_records=1) for _ in names]
+    redelivered = 0
     try:
-        partitions = await _partitions(consumer, names)
+        for member, name in zip(members, names):
+            await member.start()
+            member.subscribe([name])
+        wanted = [await _partitions(member, [name]) for member, name in zip(members, names)]
         deadline = time.monotonic() + timeout
-        while set(consumer.assignment()) != set(partitions):
+        while any(set(m.assignment()) != set(w) for m, w in zip(members, wanted)):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"group {group_id} did not hand every partition of {names} over in {timeout:.0f} s"
                                    " (is the service stopped?)")
-            await consumer.getmany(timeout_ms=200, max_records=1)
-        beginning = await consumer.beginning_offsets(partitions)
-        redelivered = 0
-        for tp in partitions:
-            committed = await consumer.committed(tp)
-            redelivered += max(0, (committed or 0) - beginning[tp])
-        await consumer.commit({tp: OffsetAndMetadata(beginning[tp], "") for tp in partitions})
+            await asyncio.gather(*(m.getmany(timeout_ms=200, max_records=1) for m in members))
+        for member, partitions in zip(members, wanted):
+            if not partitions:
+                continue
+            beginning = await member.beginning_offsets(partitions)
+            for tp in partitions:
+                committed = await member.committed(tp)
+                redelivered += max(0, (committed or 0) - beginning[tp])
+            await member.commit({tp: OffsetAndMetadata(beginning[tp], "") for tp in partitions})
     finally:
-        await consumer.stop()
+        await asyncio.gather(*(m.stop() for m in members), return_exceptions=True)
     if counts is not None:
         counts.rewinds += 1
         counts.events_redelivered += redelivered
     return redelivered
 
 
+def group_prefix(stack: SystemStack) -> str:
+    """What `stack`'s services prepend to their consumer group ids (KAFKA_GROUP_PREFIX)."""
+    return stack.consumer_group("")
+
+
 async def rewind_service(stack: SystemStack, name: str, counts: FaultCounts | None = None) -> int:
     """Rewind every consumer group of service `name` (stopped) to the beginning; return the events redelivered."""
     # Joining a group takes the broker a while (tansu: about 18 s): every group at once.
-    found = await asyncio.gather(*(rewind_group(stack.kafka_bootstrap, group, topics, counts)
+    found = await asyncio.gather(*(rewind_group(stack.kafka_bootstrap, stack.consumer_group(group), topics, counts)
                                    for group, topics in SERVICE_GROUPS[name].items()))
     return sum(found)
 
@@ -289,7 +323,7 @@ async def group_lag(bootstrap: str, group_id: str, topics: Iterable[str | Topic]
     try:
         partitions = await _partitions(consumer, names)
         consumer.assign(partitions)
-        ends = await consumer.end_offsets(partitions)
+        ends = await true_ends(consumer, partitions)
         lag = 0
         for tp in partitions:
             committed = await consumer.committed(tp)
@@ -299,11 +333,44 @@ async def group_lag(bootstrap: str, group_id: str, topics: Iterable[str | Topic]
         await consumer.stop()
 
 
-async def wait_caught_up(bootstrap: str, name: str, timeout: float = 120.0) -> float:
-    """Block until every consumer group of service `name` has committed every record; return the seconds."""
+async def redeliver_in_order(stack: SystemStack, tag: str, counts: FaultCounts | None = None) -> int:
+    """Every event delivered again, in order: the (stopped) services of `stack` get consumer groups that
+    have committed nothing (KAFKA_GROUP_PREFIX + `tag`), so once restarted they read every topic from
+    the beginning; return how many events that delivers again.
+
+    Rather than `rewind_group`: tansu can leave a group all of whose members left wedged for the next
+    joiner, and a rewind makes every member leave (the pairing service, one consumer for four topics,
+    then never became SERVING again). A group that never committed is what a rewind makes, too.
+    """
+    if "KAFKA_GROUP_PREFIX" in stack.environ:
+        raise ValueError("KAFKA_GROUP_PREFIX is set in the stack's environment: its groups cannot be renewed")
+    stack.kafka_group_prefix = f"{group_prefix(stack)}{tag}."
+    consumer = AIOKafkaConsumer(bootstrap_servers=stack.kafka_bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    total = 0
+    try:
+        for groups in SERVICE_GROUPS.values():
+            for topics in groups.values():
+                partitions = await _partitions(consumer, list(topics))
+                if partitions:
+                    consumer.assign(partitions)
+                    total += sum((await true_ends(consumer, partitions)).values())
+    finally:
+        await consumer.stop()
+    if counts is not None:
+        counts.rewinds += 1
+        counts.events_redelivered += total
+    return total
+
+
+async def wait_caught_up(bootstrap: str, name: str, timeout: float = 120.0, prefix: str = "") -> float:
+    """Block until every consumer group of service `name` has committed every record; return the seconds.
+
+    `prefix`: the system's KAFKA_GROUP_PREFIX (`group_prefix(stack)`).
+    """
     started = time.monotonic()
     while True:
-        lags = [await group_lag(bootstrap, g, t) for g, t in SERVICE_GROUPS[name].items()]
+        lags = [await group_lag(bootstrap, prefix + g, t) for g, t in SERVICE_GROUPS[name].items()]
         if sum(lags) == 0:
             return time.monotonic() - started
         if time.monotonic() - started > timeout:
@@ -311,38 +378,110 @@ async def wait_caught_up(bootstrap: str, name: str, timeout: float = 120.0) -> f
         await asyncio.sleep(0.5)
 
 
-async def read_topic(bootstrap: str, topic: Topic) -> list[Any]:
-    """Every record of `topic` from the beginning to its current end, decoded, in (partition, offset) order."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    await consumer.start()
+async def _poll_quiet(consumer: AIOKafkaConsumer, quiet_polls: int = 2, timeout: float = 120.0) -> list[Any]:
+    """Poll the assigned partitions until `quiet_polls` polls in a row bring nothing; return the records."""
     out: list[Any] = []
-    try:
-        partitions = await _partitions(consumer, [topic.name])
-        if not partitions:
-            return out
-        consumer.assign(partitions)
-        ends = await consumer.end_offsets(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        pending = {tp for tp in partitions if ends[tp] > 0}
-        deadline = time.monotonic() + 60
-        while pending and time.monotonic() < deadline:
-            batches = await consumer.getmany(*pending, timeout_ms=500, max_records=5000)
-            for tp, records in batches.items():
-                for record in records:
-                    message = topic.message()
-                    message.ParseFromString(record.value)
-                    out.append(message)
-                    if record.offset + 1 >= ends[tp]:
-                        pending.discard(tp)
-            for tp in list(pending):
-                if await consumer.position(tp) >= ends[tp]:
-                    pending.discard(tp)
-        if pending:
-            raise TimeoutError(f"could not read {topic.name} to its end: {sorted(map(str, pending))}")
-    finally:
-        await consumer.stop()
+    quiet = 0
+    deadline = time.monotonic() + timeout
+    while quiet < quiet_polls:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"records kept coming for {timeout:.0f} s")
+        batches = await consumer.getmany(timeout_ms=300, max_records=5000)
+        found = [record for records in batches.values() for record in records]
+        out += found
+        quiet = 0 if found else quiet + 1
     return out
 
+
+async def true_ends(consumer: AIOKafkaConsumer, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+    """Each partition's end offset (one past its last record), for `consumer`, which has them assigned.
+
+    tansu's high watermark is one past the *first* record of the partition's last record batch
+    (a batch of 5 gives 1, not 5), so `end_offsets` alone hides the rest of that batch: the
+    last batch is read to find where it really ends.
+    """
+    ends = await consumer.end_offsets(list(partitions))
+    for tp in partitions:
+        consumer.seek(tp, max(0, ends[tp] - 1))
+    for record in await _poll_quiet(consumer):
+        tp = TopicPartition(record.topic, record.partition)
+        ends[tp] = max(ends[tp], record.offset + 1)
+    return ends
+
+
+async def _read_records(bootstrap: str, names: Sequence[str]) -> list[Any]:
+    """Every record of the topics `names` from the beginning to their current end, in (partition, offset) order."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        partitions = await _partitions(consumer, names)
+        if not partitions:
+            return []
+        consumer.assign(partitions)
+        ends = await true_ends(consumer, partitions)
+        # seek(), not seek_to_beginning(): that one races the reset assign() starts (to the end, by
+        # default), which now and then won and made a whole read come back empty.
+        for tp, offset in (await consumer.beginning_offsets(partitions)).items():
+            consumer.seek(tp, offset)
+        records: list[Any] = []
+        deadline = time.monotonic() + 120
+        while True:
+            records += [r for r in await _poll_quiet(consumer) if r.offset < ends[TopicPartition(r.topic, r.partition)]]
+            short = [tp for tp in partitions if await consumer.position(tp) < ends[tp]]
+            if not short:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"could not read {sorted(map(str, short))} to the end")
+    finally:
+        await consumer.stop()
+    order = {tp: n for n, tp in enumerate(partitions)}
+    records.sort(key=lambda r: (order[TopicPartition(r.topic, r.partition)], r.offset))
+    return records
+
+
+async def read_topic(bootstrap: str, topic: Topic) -> list[Any]:
+    """Every record of `topic` from the beginning to its current end, decoded, in (partition, offset) order."""
+    out: list[Any] = []
+    for record in await _read_records(bootstrap, [topic.name]):
+        message = topic.message()
+        message.ParseFromString(record.value)
+        out.append(message)
+    return out
+
+
+async def read_raw(bootstrap: str, topics: Iterable[str | Topic]) -> list[tuple[str, bytes | None, bytes, list[Any]]]:
+    """Every record of `topics` from the beginning to their current end: (topic, key, value, headers)."""
+    return [(r.topic, r.key, r.value, list(r.headers)) for r in await _read_records(bootstrap, _topic_names(topics))]
+
+
+async def replay_shuffled(bootstrap: str, topics: Iterable[str | Topic], seed: int,
+                          counts: FaultCounts | None = None) -> int:
+    """A replaying proxy: every record of `topics` published again, same key, value and headers, in a
+    seeded random order across topics and partitions; return how many.
+
+    Consumers see each event a second time, most of them after later events of the same game
+    (a GameRequested after its GameFinished, a move after the result): nothing may change twice.
+    """
+    from aiokafka import AIOKafkaProducer
+
+    records = await read_raw(bootstrap, topics)
+    random.Random(seed).shuffle(records)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    await producer.start()
+    try:
+        sent = [await producer.send(topic, value, key=key, headers=headers) for topic, key, value, headers in records]
+        await asyncio.gather(*sent)
+    finally:
+        await producer.stop()
+    if counts is not None:
+        counts.replays += 1
+        counts.events_replayed_out_of_order += len(records)
+    return len(records)
+
+
+def consumed_topics() -> list[str]:
+    """Every topic some service consumes (SERVICE_GROUPS), sorted."""
+    return sorted({t for groups in SERVICE_GROUPS.values() for topics in groups.values() for t in topics})
 
 
 # -- invariants from the recorded events -------------------------------------------------------
@@ -558,7 +697,8 @@ def snapshot_differences(before: dict[str, list[tuple[Any, ...]]],
 
 __all__ = [
     "SERVICE_GROUPS", "FaultCounts", "KillDriver", "Recorded", "arena_leaderboard", "connection_storm",
-    "expected_ratings", "flush_redis", "game_differences", "group_lag", "paused", "rating_differences",
-    "read_topic", "resume", "rewind_group", "rewind_service", "snapshot_differences", "snapshot_tables",
+    "consumed_topics", "expected_ratings", "flush_redis", "game_differences", "group_lag", "group_prefix", "paused",
+    "rating_differences", "read_raw", "read_topic", "redeliver_in_order", "replay_shuffled", "resume", "rewind_group",
+    "rewind_service", "snapshot_differences", "snapshot_tables",
     "suspend", "tournament_points", "wait_caught_up",
 ]

@@ -86,6 +86,16 @@ class PlaySiteConfig:
     # `result_rate` results per real second (0: no limit), white or black winning at random.
     instant_results: bool = False
     result_rate: float = 0.0
+    # Chaos suite (issue 10): seed a tournament game from the seed and its pairing (the two players,
+    # unordered, and T-12's leg) instead of the game id, which holds the random tournament id. With
+    # `instant_results` the result is then drawn between the two players whatever their colours, so
+    # two runs of one seeded scenario decide the same results even though T-14's Berger draw (seeded
+    # by the tournament id) gives a round robin pair other colours and another round.
+    results_by_pairing: bool = False
+    # Competition seconds (uniform, drawn per game after its result) from an instant game's
+    # GameStarted to its GameFinished; (0, 0): at once. Meanwhile the game is hosted, so a flag or
+    # an abandon from the clock still ends it as it would end a played game.
+    instant_after_seconds: tuple[float, float] = (0.0, 0.0)
     # Host only games with a player whose id starts with this (a run's own population): a new
     # consumer group reads game.requested from the beginning, and other runs' games are not ours.
     player_prefix: str = ""
@@ -343,10 +353,39 @@ class PlaySite:
                 continue
             allowance -= count
             slice_ = [self._instant.popleft() for _ in range(count)]
-            await asyncio.gather(*(self._instant_game(request) for request in slice_))
+            if self.config.instant_after_seconds[1] > 0:
+                for request in slice_:
+                    self._host_instant(request)
+            else:
+                await asyncio.gather(*(self._instant_game(request) for request in slice_))
 
-    async def _instant_game(self, request: ev.GameRequested) -> None:
-        live = LiveGame(request, random.Random(f"{self.config.seed}/{request.game_id}"))
+    def _host_instant(self, request: ev.GameRequested) -> None:
+        """An instant game whose result waits `instant_after_seconds`, hosted like a played game meanwhile."""
+        live = LiveGame(request, self.game_rng(request))
+        self.games[request.game_id] = live
+
+        async def run() -> None:
+            try:
+                await self._instant_game(request, live)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.stats.errors += 1
+                log.exception("game failed", extra={"game_id": request.game_id})
+            finally:
+                self.games.pop(request.game_id, None)
+
+        live.task = asyncio.create_task(run(), name=f"instant game {request.game_id}")
+
+    def game_rng(self, request: ev.GameRequested) -> random.Random:
+        """The random source of one game: from the seed and the game id, or its pairing (`results_by_pairing`)."""
+        if self.config.results_by_pairing and request.competition.kind == common.COMPETITION_KIND_TOURNAMENT:
+            low, high = sorted((request.white_id, request.black_id))
+            return random.Random(f"{self.config.seed}/pairing/{low}/{high}/{request.game_in_pairing or 1}")
+        return random.Random(f"{self.config.seed}/{request.game_id}")
+
+    async def _instant_game(self, request: ev.GameRequested, live: LiveGame | None = None) -> None:
+        live = live or LiveGame(request, self.game_rng(request))
         live.started_at = self.time_source.now()
         live.moved.update((request.white_id, request.black_id))
         await self._publish(ev.GameStarted(
@@ -354,10 +393,22 @@ class PlaySite:
             started_at=events.timestamp(live.started_at), competition=request.competition, variant=request.variant,
             time_control=request.time_control, start_fen=request.opening.fen), f"{request.game_id}/started")
         self.stats.started += 1
-        result = live.rng.choice(
-            (common.GAME_RESULT_WHITE_WINS, common.GAME_RESULT_BLACK_WINS, common.GAME_RESULT_DRAW))
+        if self.config.results_by_pairing and request.competition.kind == common.COMPETITION_KIND_TOURNAMENT:
+            winner = live.rng.choice((*sorted((request.white_id, request.black_id)), ""))
+            result = common.GAME_RESULT_DRAW if not winner else (
+                common.GAME_RESULT_WHITE_WINS if winner == request.white_id else common.GAME_RESULT_BLACK_WINS)
+        else:
+            result = live.rng.choice(
+                (common.GAME_RESULT_WHITE_WINS, common.GAME_RESULT_BLACK_WINS, common.GAME_RESULT_DRAW))
         termination = common.TERMINATION_DRAW_AGREED if result == common.GAME_RESULT_DRAW \
             else common.TERMINATION_RESIGNATION
+        low, high = self.config.instant_after_seconds
+        if high > 0 and await self._pause(live, live.rng.uniform(low, high)):
+            if live.ending is not None and live.ending[0] in ("flagged", "abandoned"):
+                await self._ended_outside(live)
+            else:
+                self._count_elsewhere(live)
+            return
         live.plies = 2
         await self._finish(live, result, termination)
 
@@ -365,7 +416,7 @@ class PlaySite:
 
     def _host(self, request: ev.GameRequested, *, take_seats: bool = True,
               deadline: datetime | None = None) -> LiveGame:
-        live = LiveGame(request, random.Random(f"{self.config.seed}/{request.game_id}"), deadline=deadline)
+        live = LiveGame(request, self.game_rng(request), deadline=deadline)
         self.games[request.game_id] = live
         live.task = asyncio.create_task(self._run(live, take_seats), name=f"game {request.game_id}")
         return live
