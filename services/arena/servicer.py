@@ -18,7 +18,7 @@ import asyncpg
 
 from arbiter.clocks import boosted_time_control, speed_of
 from arbiter.competition.arena import ArenaPlayerRecord
-from arbiter.competition.creation import ArenaRequest, competition_name, validate_arena_settings
+from arbiter.competition.creation import ArenaRequest, competition_name, competition_variant, validate_arena_settings
 from arbiter.competition.tournament_flow import check_live_time_control
 from arbiter.competition.types import AccountKind
 from arbiter.contracts import arena_pb2 as ap
@@ -32,7 +32,6 @@ from arbiter.kit.events import timestamp
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timers import schedule_timer
 from arbiter.kit.timesource import TimeSource
-from arbiter.openings.tables import variant_name
 from services.arena import store
 from services.arena.convert import SPEED_TO_PROTO, arena_message, board_rows
 from services.arena.hot import HotStore
@@ -93,9 +92,7 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
                 return await self._message(existing)
         settings = request.settings
         name = competition_name(settings.name, "an arena")
-        if not settings.variant:
-            raise InvalidArgument("settings.variant is required (international, english, italian, ...)")
-        variant = variant_name(settings.variant)
+        variant = competition_variant(settings.variant)
         if not settings.HasField("time_control"):
             raise InvalidArgument("settings.time_control is required: a Fischer base + increment (R-6)")
         base, increment = settings.time_control.base_seconds, settings.time_control.increment_seconds

@@ -21,7 +21,7 @@ from typing import Any, Final
 import asyncpg
 
 from arbiter.clocks.speed import speed_of
-from arbiter.competition.creation import TournamentRequest, competition_name, validate_tournament_settings
+from arbiter.competition.creation import TournamentRequest, competition_name, competition_variant, validate_tournament_settings
 from arbiter.competition.formats import DEFAULT_THRESHOLD
 from arbiter.competition.tournament_flow import check_live_time_control, closing_deadline, meets_minimum_rating
 from arbiter.competition.types import AccountKind
@@ -128,9 +128,7 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
                 return await self._created(existing)
         settings = request.settings
         name = competition_name(settings.name, "a tournament")
-        if not settings.variant:
-            raise InvalidArgument("settings.variant is required (international, english, italian, ...)")
-        variant = variant_name(settings.variant)
+        variant = competition_variant(settings.variant)
         kind = settings.time_control.WhichOneof("kind")
         if kind != "fischer":
             raise InvalidArgument(

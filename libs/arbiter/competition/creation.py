@@ -193,6 +193,13 @@ def competition_name(name: str, what: str) -> str:
     return cleaned
 
 
+def competition_variant(variant: str) -> str:
+    """The engine's name of the competition's variant; refused when missing or unknown."""
+    if not variant:
+        raise CreationError("settings.variant is required (international, english, italian, ...)")
+    return variant_name(variant)
+
+
 def validate_tournament_settings(request: TournamentRequest) -> TournamentSettings:
     """Check a tournament request and return its effective settings, or raise CreationError."""
     _check_creator(request.creator_kind, request.creator_has_live_competition)

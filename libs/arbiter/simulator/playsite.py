@@ -282,17 +282,17 @@ class PlaySite:
         return "handled"
 
     async def _on_flagged(self, batch: Sequence[ev.ClockFlagged]) -> str:
-        for flag in batch:
-            live = self.games.get(flag.game_id)
-            if live is not None:
-                live.close("flagged", flag)
-        return "handled"
+        return self._close_hosted(batch, "flagged")
 
     async def _on_abandoned(self, batch: Sequence[ev.GameAbandoned]) -> str:
-        for abandon in batch:
-            live = self.games.get(abandon.game_id)
+        return self._close_hosted(batch, "abandoned")
+
+    def _close_hosted(self, batch: Sequence[ev.ClockFlagged] | Sequence[ev.GameAbandoned], why: str) -> str:
+        """The clock service ended these games: the hosted ones stop and publish their result."""
+        for event in batch:
+            live = self.games.get(event.game_id)
             if live is not None:
-                live.close("abandoned", abandon)
+                live.close(why, event)
         return "handled"
 
     async def _on_finished(self, batch: Sequence[ev.GameFinished]) -> str:

@@ -450,3 +450,13 @@ def test_competition_names_are_trimmed_and_bounded() -> None:
         competition_name(" \t", "an arena")
     with pytest.raises(CreationError, match=f"81 characters; at most {NAME_MAX_LENGTH}"):
         competition_name("x" * (NAME_MAX_LENGTH + 1), "a tournament")
+
+
+def test_competition_variants_are_required_and_known() -> None:
+    from arbiter.competition.creation import CreationError, competition_variant
+
+    assert competition_variant("checkers") == "english"
+    with pytest.raises(CreationError, match="settings.variant is required"):
+        competition_variant("")
+    with pytest.raises(ValueError):
+        competition_variant("chess")
