@@ -36,6 +36,7 @@ from arbiter.competition.tournament_flow import (
     initial_ranks,
     next_step,
     pair_round,
+    pairing_reads_history,
     round_bye_points,
 )
 from arbiter.competition.types import Format, OpeningMode
@@ -154,7 +155,8 @@ class Director:
         self.settings = settings
         self.executor = executor
         self._queue: asyncio.Queue[str] = asyncio.Queue()
-        self._queued: set[str] = set()
+        # Tournament id -> when it was woken (monotonic): how long the step waited for a worker.
+        self._queued: dict[str, float] = {}
         # One step at a time per tournament in this replica: lock and how many wait for it.
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
 
@@ -163,7 +165,7 @@ class Director:
     def poke(self, tournament_id: str) -> None:
         """Ask for a look at this tournament soon (a result arrived, a timer fired)."""
         if tournament_id not in self._queued:
-            self._queued.add(tournament_id)
+            self._queued[tournament_id] = time.monotonic()
             self._queue.put_nowait(tournament_id)
 
     async def on_timer(self, connection: asyncpg.Connection, timer: Timer) -> None:
@@ -196,7 +198,8 @@ class Director:
     async def _work(self) -> None:
         while True:
             tournament_id = await self._queue.get()
-            self._queued.discard(tournament_id)
+            woken_at = self._queued.pop(tournament_id)
+            self.metrics.step_wait.labels(self.metrics.service).observe(time.monotonic() - woken_at)
             try:
                 await self.advance(tournament_id)
             except Unavailable as error:
@@ -227,7 +230,7 @@ class Director:
 
     async def _step(self, tournament_id: str) -> bool:
         """Take the next due step; False when nothing is due."""
-        row = await store.tournament(self.pool, tournament_id)
+        row = await store.tournament_and_open_games(self.pool, tournament_id)
         if row is None:
             return False
         now = self.clock.now()
@@ -244,8 +247,7 @@ class Director:
             return await self._start(row)
         if state != "running":
             return False
-        open_games = await store.open_games(self.pool, tournament_id)
-        step = next_step(row["current_round"], row["rounds"], open_games, now, row["closes_at"])
+        step = next_step(row["current_round"], row["rounds"], row["open_games"], now, row["closes_at"])
         if step is NextStep.WAIT:
             return False
         if step is NextStep.FINISH:
@@ -315,14 +317,22 @@ class Director:
         return {r["player_id"]: r["rating"] if r["rating"] is not None else DEFAULT_RATING for r in rows}
 
     async def _pair(self, row: Any, round_number: int) -> bool:
-        """Pair a round and request its games, all in one transaction (T-8, T-12..T-14, T-18, O-10, O-11)."""
+        """Pair a round and request its games, all in one transaction (T-8, T-12..T-14, T-18, O-10, O-11).
+
+        False when the round is requested and now waits for its results (nothing else is due).
+        """
         started = time.perf_counter()
         tournament_id = row["id"]
         fmt = Format(row["format"])
         per_pairing = row["games_per_pairing"]
-        seats = await store.seats(self.pool, tournament_id)
-        history = await store.played_games(self.pool, tournament_id)
-        byes = await store.byes(self.pool, tournament_id)
+        if pairing_reads_history(fmt):
+            # Independent reads side by side: the round transition waits for the slowest, not the sum.
+            seats, history, byes = await asyncio.gather(
+                store.seats(self.pool, tournament_id), store.played_games(self.pool, tournament_id),
+                store.byes(self.pool, tournament_id),
+            )
+        else:
+            seats, history, byes = await store.seats(self.pool, tournament_id), [], []
         mode = OpeningMode(row["opening_mode"])
         opening_draw = asyncio.ensure_future(self.openings.draw(
             tournament_id, round_number, row["variant"], mode, row["thematic_opening"],
@@ -330,7 +340,12 @@ class Director:
             no_repeat=fmt is Format.SWISS and mode.is_table_draw(),
         ))
         try:
-            draw = await self._compute(pair_round, fmt, seats, history, byes, round_number, row["rounds"], per_pairing)
+            if fmt is Format.SWISS:
+                draw = await self._compute(pair_round, fmt, seats, history, byes, round_number, row["rounds"],
+                                           per_pairing)
+            else:
+                # A Berger table is a lookup (~0.1 ms): a hop to another thread would cost more than it.
+                draw = pair_round(fmt, seats, history, byes, round_number, row["rounds"], per_pairing)
         except PairingError as error:
             opening_draw.cancel()
             await asyncio.gather(opening_draw, return_exceptions=True)
@@ -348,11 +363,11 @@ class Director:
             for game in planned
         }
         async with self.pool.acquire() as connection, connection.transaction():
-            locked = await store.tournament(connection, tournament_id, lock=True)
+            locked = await store.tournament_and_open_games(connection, tournament_id, lock=True)
             if locked["state"] != "running" or locked["current_round"] != round_number - 1:
                 return True  # another replica (or the close) got there first
             now = self.clock.now()
-            if now >= locked["closes_at"] or await store.open_games(connection, tournament_id):
+            if now >= locked["closes_at"] or locked["open_games"]:
                 return True  # T-15: too late for a new round; the next step finishes
             events = await self._save_round(connection, locked, draw, planned, forfeits, opening, now)
             await self.outbox.add(connection, *events)
@@ -366,7 +381,8 @@ class Director:
         log.info("round paired", extra={"tournament_id": tournament_id, "round": round_number, "games": len(planned),
                                         "forfeits": len(planned) - requested, "engine": draw.engine})
         await self.hub.publish(tournament_id, "round_paired", round_number=round_number)
-        return True
+        # A round of forfeits only (T-18) is complete at once: look again; otherwise its results wake us.
+        return requested == 0
 
     async def _save_round(
         self, connection: asyncpg.Connection, row: Any, draw: Any, planned: Sequence[PlannedGame],
@@ -376,33 +392,40 @@ class Director:
         tournament_id = row["id"]
         round_number = draw.round
         bye_points = round_bye_points(row["games_per_pairing"]) if draw.bye is not None else 0
+        busy_termination = common.Termination.Name(common.TERMINATION_BUSY_FORFEIT)
+        forfeit_of = [forfeits[game.game_id] for game in planned]
+        # The round, its games and the tournament's current round in one statement: one round trip
+        # inside the row-locked transaction, whatever the size of the round.
         await connection.execute(
-            "INSERT INTO rounds (tournament_id, round, opening, bye_id, bye_points, engine, notes, paired_at)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            """
+            WITH new_round AS (
+                INSERT INTO rounds (tournament_id, round, opening, bye_id, bye_points, engine, notes, paired_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            ), new_games AS (
+                INSERT INTO games (game_id, tournament_id, round, board, leg, white_id, black_id, requested,
+                                   finished, kind, result, termination, white_points, black_points, rated,
+                                   decided_by, finished_at)
+                SELECT g.game_id, $1, $2, g.board, g.leg, g.white_id, g.black_id, g.kind IS NULL, g.kind IS NOT NULL,
+                       g.kind, g.result, g.termination, g.white_points, g.black_points, g.rated,
+                       CASE WHEN g.kind IS NULL THEN NULL ELSE 'T-18' END,
+                       CASE WHEN g.kind IS NULL THEN NULL ELSE $8::timestamptz END
+                FROM unnest($9::text[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::text[],
+                            $16::text[], $17::int[], $18::int[], $19::bool[])
+                    AS g(game_id, board, leg, white_id, black_id, kind, result, termination, white_points,
+                         black_points, rated)
+            )
+            UPDATE tournaments SET current_round = $2 WHERE id = $1
+            """,
             tournament_id, round_number, opening.SerializeToString(), draw.bye, bye_points, draw.engine,
             list(draw.notes), now,
+            [game.game_id for game in planned], [game.board for game in planned], [game.leg for game in planned],
+            [game.white for game in planned], [game.black for game in planned],
+            [f.kind.value if f else None for f in forfeit_of], [f.verdict.value if f else None for f in forfeit_of],
+            [busy_termination if f else None for f in forfeit_of],
+            [f.score.white_points if f else None for f in forfeit_of],
+            [f.score.black_points if f else None for f in forfeit_of],
+            [f.score.rated if f else None for f in forfeit_of],
         )
-        game_rows = []
-        for game in planned:
-            forfeit = forfeits[game.game_id]
-            if forfeit is None:
-                game_rows.append((game.game_id, tournament_id, round_number, game.board, game.leg, game.white,
-                                  game.black, True, False, None, None, None, None, None, None, None, None))
-            else:
-                game_rows.append((
-                    game.game_id, tournament_id, round_number, game.board, game.leg, game.white, game.black,
-                    False, True, forfeit.kind.value, forfeit.verdict.value,
-                    common.Termination.Name(common.TERMINATION_BUSY_FORFEIT),
-                    forfeit.score.white_points, forfeit.score.black_points, forfeit.score.rated, "T-18", now,
-                ))
-        await connection.executemany(
-            "INSERT INTO games (game_id, tournament_id, round, board, leg, white_id, black_id, requested, finished,"
-            " kind, result, termination, white_points, black_points, rated, decided_by, finished_at)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
-            game_rows,
-        )
-        await connection.execute("UPDATE tournaments SET current_round = $2 WHERE id = $1", tournament_id,
-                                 round_number)
 
         ref = competition_ref(tournament_id, round_number)
         lines: dict[int, ev.PairingLine] = {}

@@ -26,6 +26,8 @@ class PairingMetrics:
     busy_forfeits: Counter
     pairing_fallbacks: Counter
     advance_errors: Counter
+    result_age: Histogram
+    step_wait: Histogram
 
     @classmethod
     def create(cls, metrics: Metrics) -> PairingMetrics:
@@ -57,6 +59,16 @@ class PairingMetrics:
             ),
             advance_errors=metrics.counter(
                 "arbiter_tournament_step_errors_total", "Failed attempts to move a tournament on (retried)", ("step",)
+            ),
+            result_age=metrics.histogram(
+                "arbiter_result_age_seconds",
+                "From a round game's GameFinished being published (its occurred_at) to this service handling it",
+                buckets=_PAIRING_BUCKETS,
+            ),
+            step_wait=metrics.histogram(
+                "arbiter_tournament_step_wait_seconds",
+                "From a tournament being woken (a result applied, a timer) to a worker taking its next step",
+                buckets=_PAIRING_BUCKETS,
             ),
         )
 

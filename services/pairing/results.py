@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC
 from typing import Any, Final
 
 import asyncpg
@@ -60,6 +61,8 @@ class IncomingResult:
     producer: str
     decide: Decide
     claims_tournament: bool
+    # Whether on_finished already freed both players in the busy registry (T-18).
+    players_freed: bool = False
 
 
 def from_finished(event: ev.GameFinished) -> IncomingResult:
@@ -75,7 +78,8 @@ def from_finished(event: ev.GameFinished) -> IncomingResult:
         return scored, termination_name(event.termination)
 
     return IncomingResult(event.game_id, event.meta.event_id, events.GAME_FINISHED.name, event.meta.producer,
-                          decide, event.competition.kind == common.COMPETITION_KIND_TOURNAMENT)
+                          decide, event.competition.kind == common.COMPETITION_KIND_TOURNAMENT,
+                          players_freed=bool(event.white_id and event.black_id))
 
 
 def from_flag(event: ev.ClockFlagged) -> IncomingResult:
@@ -130,6 +134,12 @@ class ResultDesk:
         await self.busy.finished([(e.game_id, e.white_id, e.black_id) for e in batch if e.white_id and e.black_id])
         mine = [e for e in batch if e.competition.kind in (common.COMPETITION_KIND_TOURNAMENT,
                                                            common.COMPETITION_KIND_UNSPECIFIED)]
+        now = self.clock.now()
+        age = self.metrics.result_age.labels(self.metrics.service)
+        for event in mine:
+            if event.meta.HasField("occurred_at"):
+                published = event.meta.occurred_at.ToDatetime(tzinfo=UTC)
+                age.observe(max(0.0, self.clock.real_seconds((now - published).total_seconds())))
         return await self.apply([from_finished(e) for e in mine])
 
     async def on_flagged(self, batch: list[ev.ClockFlagged]) -> str:
@@ -150,7 +160,7 @@ class ResultDesk:
             if item.game_id not in known and (item.claims_tournament or _OUR_GAME_ID.match(item.game_id)):
                 ignored["unknown_game"] += 1
         ours = [i for i in incoming if i.game_id in known]
-        applied: list[tuple[IncomingResult, str]] = []
+        applied: list[tuple[IncomingResult, store.Row]] = []
         duplicates = 0
         if ours:
             async with self.pool.acquire() as connection, connection.transaction():
@@ -203,22 +213,21 @@ class ResultDesk:
             self.metrics.results_ignored.labels(service, reason).inc(count)
         for item, _ in applied:
             self.metrics.results_applied.labels(service, item.source).inc()
-        # Whatever decided the game, its players are free of it (and a late game.started cannot re-add them).
+        # Whatever decided the game, its players are free of it (and a late game.started cannot re-add them);
+        # on_finished has already freed those of the play site's own GameFinished.
+        still_busy = {i.game_id for i in ours if not i.players_freed}
         await self.busy.finished([
-            (game_id, known[game_id]["white_id"], known[game_id]["black_id"]) for game_id in {i.game_id for i in ours}
+            (game_id, known[game_id]["white_id"], known[game_id]["black_id"]) for game_id in still_busy
         ])
         await self._announce(applied)
         if applied:
             return "handled"
         return "duplicate" if ours and duplicates == len(ours) else "ignored"
 
-    async def _announce(self, applied: Sequence[tuple[IncomingResult, str]]) -> None:
+    async def _announce(self, applied: Sequence[tuple[IncomingResult, store.Row]]) -> None:
         """Tell watchers, then the scheduler (a round may be complete)."""
         if not applied:
             return
-        rows = await self.pool.fetch(
-            "SELECT * FROM games WHERE game_id = ANY($1::text[])", [item.game_id for item, _ in applied]
-        )
-        await self.hub.publish_results([(row["tournament_id"], game_record(row)) for row in rows])
-        for tournament_id in dict.fromkeys(t for _, t in applied):
+        await self.hub.publish_results([(row["tournament_id"], game_record(row)) for _, row in applied])
+        for tournament_id in dict.fromkeys(row["tournament_id"] for _, row in applied):
             self.poke(tournament_id)

@@ -21,7 +21,7 @@ class PairingSettings(WatchSettings):
     # net after a crash; rounds are normally paired the moment their last result arrives.
     reconcile_seconds: float = Field(default=2.0, gt=0)
     # Rounds paired at the same time by one replica (each holds a few connections).
-    pairing_concurrency: int = Field(default=4, ge=1)
+    pairing_concurrency: int = Field(default=16, ge=1)
     # Processes for the Swiss engine (CPU bound); 0 pairs in a thread of this process.
     pairing_processes: int = Field(default=0, ge=0)
     # Real seconds a player stays "playing" in the busy registry without news of the game (T-18).

@@ -24,6 +24,14 @@ async def tournament(db: Executor, tournament_id: str, *, lock: bool = False) ->
     )
 
 
+async def tournament_and_open_games(db: Executor, tournament_id: str, *, lock: bool = False) -> Row | None:
+    """One tournament row with `open_games` (games requested and still without a result) in one round trip."""
+    return await db.fetchrow(
+        "SELECT t.*, (SELECT count(*) FROM games g WHERE g.tournament_id = t.id AND NOT g.finished) AS open_games"
+        " FROM tournaments t WHERE t.id = $1" + (" FOR UPDATE OF t" if lock else ""), tournament_id
+    )
+
+
 async def tournament_by_request(db: Executor, creator_id: str, request_id: str) -> Row | None:
     """The tournament a creator made with this request id, if any."""
     return await db.fetchrow(
@@ -150,8 +158,8 @@ class ResultRow:
     decided_by: str
 
 
-async def record_results(connection: asyncpg.Connection, results: Sequence[ResultRow], at: datetime) -> dict[str, str]:
-    """Score each game unless it has a result already (the first result wins); {game id: tournament id} of those scored.
+async def record_results(connection: asyncpg.Connection, results: Sequence[ResultRow], at: datetime) -> dict[str, Row]:
+    """Score each game unless it has a result already (the first result wins); {game id: game row} of those scored.
 
     One statement for the whole batch; `results` must name each game once.
     """
@@ -165,20 +173,20 @@ async def record_results(connection: asyncpg.Connection, results: Sequence[Resul
         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::bool[], $8::text[])
             AS r(game_id, kind, result, termination, white_points, black_points, rated, decided_by)
         WHERE g.game_id = r.game_id AND NOT g.finished
-        RETURNING g.game_id, g.tournament_id
+        RETURNING g.*
         """,
         [r.game_id for r in results], [r.kind for r in results], [r.result for r in results],
         [r.termination for r in results], [r.white_points for r in results], [r.black_points for r in results],
         [r.rated for r in results], [r.decided_by for r in results], at,
     )
-    return {row["game_id"]: row["tournament_id"] for row in rows}
+    return {row["game_id"]: row for row in rows}
 
 
-async def correct_results(connection: asyncpg.Connection, results: Sequence[ResultRow]) -> dict[str, str]:
+async def correct_results(connection: asyncpg.Connection, results: Sequence[ResultRow]) -> dict[str, Row]:
     """Replace provisional results (a flag's, an abandonment's) by the play site's final ones that differ.
 
     Only while the tournament runs: a finished tournament's table is final. Returns {game id:
-    tournament id} of the games corrected; the decision replaced is kept in `overruled`.
+    game row} of the games corrected; the decision replaced is kept in `overruled`.
     """
     if not results:
         return {}
@@ -194,13 +202,13 @@ async def correct_results(connection: asyncpg.Connection, results: Sequence[Resu
             AND split_part(g.decided_by, ':', 1) = ANY($9::text[])
             AND (g.kind, g.result, g.termination, g.white_points, g.black_points, g.rated)
                 IS DISTINCT FROM (r.kind, r.result, r.termination, r.white_points, r.black_points, r.rated)
-        RETURNING g.game_id, g.tournament_id
+        RETURNING g.*
         """,
         [r.game_id for r in results], [r.kind for r in results], [r.result for r in results],
         [r.termination for r in results], [r.white_points for r in results], [r.black_points for r in results],
         [r.rated for r in results], [r.decided_by for r in results], list(PROVISIONAL_SOURCES),
     )
-    return {row["game_id"]: row["tournament_id"] for row in rows}
+    return {row["game_id"]: row for row in rows}
 
 
 async def due_work(db: Executor, now: datetime) -> list[str]:

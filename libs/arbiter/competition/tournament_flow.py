@@ -209,6 +209,11 @@ def game_id(tournament_id: str, round_number: int, board: int, leg: int) -> str:
     return f"{tournament_id}-r{round_number}-b{board}-g{leg}"
 
 
+def pairing_reads_history(fmt: Format) -> bool:
+    """Whether pairing a round needs the games and byes so far: a Swiss does (T-13), a Berger table does not (T-14)."""
+    return fmt is Format.SWISS
+
+
 def pair_round(
     fmt: Format,
     seats: Sequence[Seat],

@@ -51,11 +51,19 @@ async def _init_connection(connection: asyncpg.Connection) -> None:
     await connection.set_type_codec("json", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
+async def _keep_session(connection: asyncpg.Connection) -> None:
+    """Release without asyncpg's reset query (see create_pool)."""
+
+
 async def create_pool(dsn: str, schema: str, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
     """A pool whose connections see `schema` first on their search path."""
     check_schema_name(schema)
+    # asyncpg's default reset (UNLISTEN, RESET ALL, advisory unlock) costs a round trip on every
+    # release, about a third of a small query's wall time under load. Nothing here leaves session
+    # state behind: advisory locks are transaction-scoped, settings are SET LOCAL, and the outbox
+    # listener unlistens itself; asyncpg still rolls back an open transaction on release.
     return await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, init=_init_connection,
+        dsn, min_size=min_size, max_size=max_size, init=_init_connection, reset=_keep_session,
         server_settings={"search_path": f"{schema},public", "application_name": f"arbiter-{schema}"},
     )
 

@@ -31,6 +31,8 @@ class OutboxRecord:
 
 
 Publisher = Callable[[Sequence[OutboxRecord]], Awaitable[None]]
+# Above this many events in one add, COPY (two round trips, cheap per row) beats one INSERT.
+_COPY_FROM_ROWS = 64
 
 
 class Outbox:
@@ -50,12 +52,21 @@ class Outbox:
                 topic.name, topic.key_of(event), event.SerializeToString(),
                 event.meta.event_id, event.DESCRIPTOR.full_name,  # type: ignore[attr-defined]
             ))
-        if rows:
+        if len(rows) > _COPY_FROM_ROWS:
             # One COPY for the whole batch: a round of 2,500 games must not cost 2,500 round trips,
             # and COPY encodes rows far cheaper than array parameters. Ids follow the row order;
             # the statement-level NOTIFY trigger fires for COPY as for INSERT.
             await connection.copy_records_to_table(
                 "outbox", records=rows, columns=["topic", "key", "payload", "event_id", "event_type"],
+            )
+        elif rows:
+            # A few events: COPY takes two round trips (start, then data), one INSERT takes one.
+            await connection.execute(
+                "INSERT INTO outbox (topic, key, payload, event_id, event_type)"
+                " SELECT r.topic, r.key, r.payload, r.event_id, r.event_type"
+                " FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[])"
+                " WITH ORDINALITY AS r(topic, key, payload, event_id, event_type, position) ORDER BY position",
+                *(list(column) for column in zip(*rows, strict=True)),
             )
 
 
@@ -109,6 +120,9 @@ class OutboxRelay:
         try:
             await listener.add_listener(channel, self._notified)
             while not stop.is_set():
+                # Cleared before reading, not after: a NOTIFY that lands while a batch is being
+                # published must wake the next pass at once instead of waiting for the poll.
+                self._wake.clear()
                 try:
                     sent = await self.relay_once()
                 except (OSError, asyncpg.PostgresError, asyncio.TimeoutError) as error:
@@ -118,7 +132,6 @@ class OutboxRelay:
                     await asyncio.sleep(self.poll_seconds)
                 if sent == self.batch_size:
                     continue
-                self._wake.clear()
                 try:
                     await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
                 except TimeoutError:

@@ -369,8 +369,10 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
         for rate in config.rates:
             playsite.result_rate = float(rate)
             cpu_before = cpu_seconds(target.metrics)
+            own_cpu_before = time.process_time()
             finished_before = playsite.stats.finished
             paired_before = len(playsite.stats.pairing_latencies)
+            delivered_before = len(playsite.stats.delivery_latencies)
             pairing_before = consumed(pairing_metrics, events.GAME_FINISHED.name) if pairing_metrics else 0.0
             rated_before = watch.count
             sent_before = set(playsite.result_sent)
@@ -378,6 +380,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
             await asyncio.sleep(config.stage_seconds)
             elapsed = time.monotonic() - began
             cpu_after = cpu_seconds(target.metrics)
+            own_cpu = time.process_time() - own_cpu_before
             finished = playsite.stats.finished - finished_before
             games = [g for g in playsite.result_sent if g not in sent_before]
             await asyncio.sleep(1.0)  # let the last results of the stage reach the rating service
@@ -389,12 +392,17 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                 "rating_updates_per_s": round((watch.count - rated_before) / (elapsed + 1.0), 1),
                 "backlog_at_end": playsite.backlog,
                 "result_to_next_pairing_ms": _pct(sorted(playsite.stats.pairing_latencies[paired_before:])),
+                "requested_to_play_site_ms": _pct(sorted(playsite.stats.delivery_latencies[delivered_before:])),
+                # The simulated play site runs in this process, on the same two cores as the system.
+                "bench_process_cpu_percent": round(own_cpu / elapsed * 100, 1),
                 "result_to_rating_updated_ms": latency_ms(playsite.result_sent, watch.first_seen, games),
                 "cpu_percent": _cpu(cpu_before, cpu_after, elapsed),
             }
             stages.append(stage)
             say(f"rates: offered {rate}/s -> {stage['results_per_s']}/s results, next pairing "
-                f"{stage['result_to_next_pairing_ms']}, rating {stage['result_to_rating_updated_ms']}")
+                f"{stage['result_to_next_pairing_ms']} (of which request -> play site "
+                f"{stage['requested_to_play_site_ms']}), rating {stage['result_to_rating_updated_ms']}, "
+                f"play site CPU {stage['bench_process_cpu_percent']}%")
             if playsite.backlog == 0 and finished / elapsed < 0.5 * rate:
                 say("rates: the system supplies no more games than this; higher rates are not tried")
                 break
@@ -535,12 +543,17 @@ def summary(report: Report) -> str:
     if report.stages:
         lines.append("tournament results at rising offered rates (instant results, round robins of 16):")
         lines.append(f"  {'offered':>8} {'results/s':>9} {'pairing/s':>9} {'rating upd/s':>12} "
-                     f"{'next pairing p50/p99 ms':>24} {'rating updated p50/p99 ms':>26}  CPU % per service")
+                     f"{'next pairing p50/p99 ms':>24} {'of it, delivery p50/p99':>24} "
+                     f"{'rating updated p50/p99 ms':>26}  CPU % per service (+ play site)")
         for s in report.stages:
             np, ru = s["result_to_next_pairing_ms"], s["result_to_rating_updated_ms"]
+            delivery = s.get("requested_to_play_site_ms", {"p50": None, "p99": None})
             lines.append(f"  {s['offered_results_per_s']:>8} {s['results_per_s']:>9} {s['pairing_consumed_per_s']:>9} "
                          f"{s['rating_updates_per_s']:>12} {str(np['p50']) + ' / ' + str(np['p99']):>24} "
-                         f"{str(ru['p50']) + ' / ' + str(ru['p99']):>26}  {s['cpu_percent']}")
+                         f"{str(delivery['p50']) + ' / ' + str(delivery['p99']):>24} "
+                         f"{str(ru['p50']) + ' / ' + str(ru['p99']):>26}  {s['cpu_percent']} "
+                         f"(+ {s.get('bench_process_cpu_percent')})")
+        lines.append("  (delivery: from the pairing service stamping a request to the play site handling it)")
     if report.firehose:
         lines.append("results straight onto game.finished (rating service throughput):")
         for f in report.firehose:

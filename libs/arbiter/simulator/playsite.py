@@ -20,7 +20,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import grpc
@@ -125,6 +125,9 @@ class PlaySiteStats:
     move_times: deque[float] = field(default_factory=lambda: deque(maxlen=200_000))
     # Real seconds from the result that completed a round to the first request of the next round.
     pairing_latencies: list[float] = field(default_factory=list)
+    # The part of each of those after the pairing service stamped the request (requested_at): its
+    # commit, outbox relay, broker and this consumer; the rest is the result's way in and the pairing.
+    delivery_latencies: list[float] = field(default_factory=list)
 
     @property
     def playing(self) -> int:
@@ -331,6 +334,9 @@ class PlaySite:
             last = self._last_result.get(competition.id)
             if last is not None and seen > 0:
                 self.stats.pairing_latencies.append(time.monotonic() - last)
+                if request.HasField("requested_at"):
+                    since = (self.time_source.now() - request.requested_at.ToDatetime(tzinfo=UTC)).total_seconds()
+                    self.stats.delivery_latencies.append(self.time_source.real_seconds(since))
 
     @property
     def backlog(self) -> int:
