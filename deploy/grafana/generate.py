@@ -62,13 +62,109 @@ class Row:
 # and register the metric's provider in tests/integration/deploy/test_deploy_files.py
 # (METRIC_PROVIDERS) so that the test knows the service exports it.
 # ---------------------------------------------------------------------------
+def _p(quantile: float, metric: str, by: str = "") -> Query:
+    group = f"{by}, le" if by else "le"
+    legend = f"p{int(quantile * 100)}" + (" {{" + by + "}}" if by else "")
+    return Query(f"histogram_quantile({quantile}, sum by ({group}) (rate({metric}{{$sel}}{RATE})))", legend)
+
+
 SERVICE_PANELS: dict[str, tuple[Panel, ...]] = {
-    "pairing": (),
-    "clock": (),
-    "arena": (),
-    "rating": (),
-    "openings": (),
+    "pairing": (
+        # Every replica counts the whole table: the max, not the sum.
+        Panel("Tournaments by state", (Query("max by (state) (arbiter_tournaments{$sel})", "{{state}}"),)),
+        Panel("Round paired in (p50 / p99)", (_p(0.5, "arbiter_pairing_seconds_bucket", "format"),
+                                               _p(0.99, "arbiter_pairing_seconds_bucket", "format")), unit="s",
+              description="From the decision to pair a round to its commit: opening draw, engine, save."),
+        Panel("Round transition parts (p99)", (
+            _p(0.99, "arbiter_result_age_seconds_bucket"),
+            Query(f"histogram_quantile(0.99, sum by (le) (rate(arbiter_tournament_step_wait_seconds_bucket"
+                  f"{{$sel}}{RATE})))", "p99 woken -> worker"),
+        ), unit="s", description="A result's age when applied, then the wait for a worker; the pairing follows."),
+        Panel("Results/s by source", (
+            Query(f"sum by (source) (rate(arbiter_results_applied_total{{$sel}}{RATE}))", "applied {{source}}"),
+            Query(f"sum by (reason) (rate(arbiter_results_ignored_total{{$sel}}{RATE}))", "ignored {{reason}}"),
+            Query(f"sum by (source) (rate(arbiter_results_corrected_total{{$sel}}{RATE}))", "corrected {{source}}"),
+        ), unit="ops"),
+        Panel("Games requested and forfeited/s", (
+            Query(f"sum(rate(arbiter_games_requested_total{{$sel}}{RATE}))", "requested"),
+            Query(f"sum(rate(arbiter_busy_forfeits_total{{$sel}}{RATE}))", "busy forfeits (T-18)"),
+            Query(f"sum(rate(arbiter_pairing_fallbacks_total{{$sel}}{RATE}))", "Swiss fallbacks"),
+            Query(f"sum by (step) (rate(arbiter_tournament_step_errors_total{{$sel}}{RATE}))", "step errors {{step}}"),
+        ), unit="ops"),
+    ),
+    "clock": (
+        # The count is read from Redis, so every replica reports the same number.
+        Panel("Live clocks", (Query("max(arbiter_clock_live_clocks{$sel})", "live clocks"),)),
+        Panel("Moves/s by outcome", (
+            Query(f"sum by (outcome) (rate(arbiter_clock_moves_total{{$sel}}{RATE}))", "{{outcome}}"),), unit="ops"),
+        Panel("Flags/s by reason", (
+            Query(f"sum by (reason) (rate(arbiter_clock_flags_total{{$sel}}{RATE}))", "{{reason}}"),), unit="ops"),
+        Panel("Flag latency (p50 / p99)", (_p(0.5, "arbiter_clock_flag_latency_seconds_bucket"),
+                                           _p(0.99, "arbiter_clock_flag_latency_seconds_bucket")), unit="s",
+              description="From a flag's deadline to its verdict saved for publishing."),
+        Panel("Play-site events/s", (Query(
+            f"sum by (kind, outcome) (rate(arbiter_clock_events_total{{$sel}}{RATE}))", "{{kind}} {{outcome}}"),),
+              unit="ops"),
+    ),
+    "arena": (
+        # Only the replica that owns an arena reports it.
+        Panel("Waiting players by arena", (
+            Query("max by (arena) (arbiter_arena_waiting_players{$sel})", "{{arena}}"),)),
+        Panel("Leaderboard size by arena", (
+            Query("max by (arena) (arbiter_arena_leaderboard_size{$sel})", "{{arena}}"),)),
+        Panel("Game end -> next game (p50 / p99)", (
+            _p(0.5, "arbiter_arena_requeue_to_request_seconds_bucket"),
+            _p(0.99, "arbiter_arena_requeue_to_request_seconds_bucket"),
+        ), unit="s", description="AR-2: from a player's game end to their next GameRequested."),
+        Panel("Pairings and cooldown refusals/s", (
+            Query(f"sum(rate(arbiter_arena_pairings_total{{$sel}}{RATE}))", "pairings"),
+            Query(f"sum(rate(arbiter_arena_cooldown_refusals_total{{$sel}}{RATE}))", "cooldown refusals (AR-3)"),
+            Query(f"sum(rate(arbiter_arena_rating_fallbacks_total{{$sel}}{RATE}))", "rank-only passes"),
+            Query(f"sum(rate(arbiter_arena_rebuilds_total{{$sel}}{RATE}))", "rebuilds"),
+        ), unit="ops"),
+        Panel("Pairing pass (p50 / p99) and arenas owned", (
+            _p(0.5, "arbiter_arena_pairing_pass_seconds_bucket"),
+            _p(0.99, "arbiter_arena_pairing_pass_seconds_bucket"),
+            Query("sum by (instance) (arbiter_arena_owned_arenas{$sel})", "owned {{instance}}"),
+        ), unit="s"),
+    ),
+    "rating": (
+        Panel("Rated games/s", (
+            Query(f'sum(rate(arbiter_rating_games_total{{$sel, outcome="rated"}}{RATE}))', "rated"),
+            Query(f"sum(rate(arbiter_rating_games_revised_total{{$sel}}{RATE}))", "re-rated after a late game"),
+        ), unit="ops"),
+        Panel("Games not rated/s by reason", (Query(
+            f'sum by (outcome, reason) (rate(arbiter_rating_games_total{{$sel, outcome!="rated"}}{RATE}))',
+            "{{outcome}} {{reason}}"),), unit="ops"),
+        Panel("Finish -> rating committed (p50 / p99)", (
+            _p(0.5, "arbiter_rating_update_latency_seconds_bucket"),
+            _p(0.99, "arbiter_rating_update_latency_seconds_bucket"),
+        ), unit="s"),
+    ),
+    "openings": (
+        Panel("Opening draws/s", (Query(
+            f"sum by (variant, mode, outcome) (rate(arbiter_opening_draws_total{{$sel}}{RATE}))",
+            "{{variant}} {{mode}} {{outcome}}"),), unit="ops"),
+    ),
 }
+
+
+# The site at a glance, above the per-service panels of the overview.
+OVERVIEW_ROW = Row("Competition", (
+    Panel("Live clocks", (Query("max(arbiter_clock_live_clocks{$sel})"),), kind="stat", width=4, height=4),
+    Panel("Waiting arena players", (Query("sum(max by (arena) (arbiter_arena_waiting_players{$sel}))"),),
+          kind="stat", width=4, height=4),
+    Panel("Running tournaments", (Query('max(arbiter_tournaments{$sel, state="running"})'),),
+          kind="stat", width=4, height=4),
+    Panel("Rated games/s", (Query(f'sum(rate(arbiter_rating_games_total{{$sel, outcome="rated"}}{RATE}))'),),
+          unit="ops", kind="stat", width=4, height=4),
+    Panel("Tournament results/s", (Query(f"sum(rate(arbiter_results_applied_total{{$sel}}{RATE}))"),),
+          unit="ops", kind="stat", width=4, height=4),
+    Panel("Games requested/s", (
+        Query(f"sum(rate(arbiter_games_requested_total{{$sel}}{RATE}))", "tournaments"),
+        Query(f"sum(rate(arbiter_arena_pairings_total{{$sel}}{RATE}))", "arenas"),
+    ), unit="ops", kind="stat", width=4, height=4),
+))
 
 
 def _by(group: tuple[str, ...], *labels: str) -> str:
@@ -282,7 +378,7 @@ def overview_dashboard() -> dict:
         "options": [],
     }
     return _dashboard(
-        "arbiter-overview", "Arbiter / overview", ["arbiter", "overview"], kit_rows(("service",)),
+        "arbiter-overview", "Arbiter / overview", ["arbiter", "overview"], (OVERVIEW_ROW, *kit_rows(("service",))),
         'service=~"$service"', [service],
     )
 

@@ -10,12 +10,22 @@ from prometheus_client import Counter
 from arbiter.competition.types import OpeningMode
 from arbiter.kit.errors import FailedPrecondition
 from arbiter.kit.events import timestamp
+from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
 from arbiter.openings import DrawnOpening, OpeningError, draw_opening
 from services.openings import store
 from services.openings.records import DrawKey, StoredDraw
 from services.openings.wire import drawn_event
+
+
+def draws_counter(metrics: Metrics) -> Counter:
+    """Register the service's own series: round openings returned, by variant, mode and outcome."""
+    return metrics.counter(
+        "arbiter_opening_draws_total",
+        "Round openings returned, by variant, mode and outcome (drawn now, or repeated from the store)",
+        ("variant", "mode", "outcome"),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from arbiter.kit.kafka import subscribe
 from arbiter.kit.logs import configure_logging
 from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
-from services.openings.drawing import OpeningDraws
+from services.openings.drawing import OpeningDraws, draws_counter
 from services.openings.handlers import CONSUMER, TournamentCancelledHandler
 from services.openings.servicer import OpeningServicer
 from services.openings.settings import OpeningsSettings
@@ -32,12 +32,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 async def serve(settings: OpeningsSettings, stop: asyncio.Event | None = None) -> None:
     """Connect, wire the handlers and serve until stopped."""
     infra = await connect(settings, SERVICE, MIGRATIONS)
-    draws_total = infra.metrics.counter(
-        "arbiter_opening_draws_total",
-        "Round openings returned, by variant, mode and outcome (drawn now, or repeated from the store)",
-        ("variant", "mode", "outcome"),
-    )
-    draws = OpeningDraws(infra.pool, infra.time_source, draws_total, SERVICE, infra.outbox)
+    draws = OpeningDraws(infra.pool, infra.time_source, draws_counter(infra.metrics), SERVICE, infra.outbox)
     subscribe(
         infra.broker, settings, infra.metrics, events.TOURNAMENT_CANCELLED, CONSUMER,
         TournamentCancelledHandler(infra.pool, infra.time_source),

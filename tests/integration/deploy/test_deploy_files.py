@@ -31,6 +31,11 @@ from prometheus_client import CollectorRegistry
 from arbiter.kit.kafka import make_broker
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.settings import KitSettings, load_settings
+from services.arena.metrics import ArenaMetrics
+from services.clock.metrics import ClockMetrics
+from services.openings.drawing import draws_counter
+from services.pairing.metrics import PairingMetrics
+from services.rating.consumer import RatingMetrics
 
 ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy"
@@ -54,13 +59,8 @@ REQUIRED_ENV = (
 
 # ---------------------------------------------------------------------------
 # Metric providers: the registries whose names the dashboards may use. Each returns a
-# CollectorRegistry holding metrics exactly as a running service registers them. When a
-# service gets its own metrics (registered by a function of the service), add a provider:
-#     def arena_metrics() -> CollectorRegistry:
-#         metrics = Metrics("arena")
-#         register_arena_metrics(metrics)   # the service's own function
-#         return metrics.registry
-#     METRIC_PROVIDERS["arena"] = arena_metrics
+# CollectorRegistry holding metrics exactly as a running service registers them: the kit's,
+# then each service's own series registered by the service's own function.
 # ---------------------------------------------------------------------------
 
 
@@ -75,8 +75,23 @@ def kit_metrics() -> CollectorRegistry:
     return metrics.registry
 
 
+def service_metrics(register: Callable[[Metrics], object], service: str) -> Callable[[], CollectorRegistry]:
+    """A provider: a fresh registry with the service's own series, registered by the service's own function."""
+    def provide() -> CollectorRegistry:
+        metrics = Metrics(service)
+        register(metrics)
+        return metrics.registry
+
+    return provide
+
+
 METRIC_PROVIDERS: dict[str, Callable[[], CollectorRegistry]] = {
     "kit": kit_metrics,
+    "pairing": service_metrics(PairingMetrics.create, "pairing"),
+    "clock": service_metrics(ClockMetrics.create, "clock"),
+    "arena": service_metrics(ArenaMetrics.create, "arena"),
+    "rating": service_metrics(RatingMetrics, "rating"),
+    "openings": service_metrics(draws_counter, "openings"),
 }
 
 # Series Prometheus adds to every scrape; the dashboards may use them too.
