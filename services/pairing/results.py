@@ -199,6 +199,9 @@ class ResultDesk:
                 final_words = [row for game_id, (item, row) in first.items()
                                if game_id not in scored_now and item.source == events.GAME_FINISHED.name]
                 corrected = await store.correct_results(connection, final_words)
+                touched = {row["tournament_id"] for row in (*scored_now.values(), *corrected.values())}
+                # Only a complete round has a step due; the other results of a round wake nobody.
+                complete = await store.without_open_games(connection, sorted(touched)) if touched else []
                 for game_id, (item, _) in first.items():
                     if game_id in scored_now:
                         applied.append((item, scored_now[game_id]))
@@ -220,14 +223,15 @@ class ResultDesk:
             (game_id, known[game_id]["white_id"], known[game_id]["black_id"]) for game_id in still_busy
         ])
         await self._announce(applied)
+        if ours:
+            for tournament_id in complete:
+                self.poke(tournament_id)
         if applied:
             return "handled"
         return "duplicate" if ours and duplicates == len(ours) else "ignored"
 
     async def _announce(self, applied: Sequence[tuple[IncomingResult, store.Row]]) -> None:
-        """Tell watchers, then the scheduler (a round may be complete)."""
+        """Tell watchers."""
         if not applied:
             return
         await self.hub.publish_results([(row["tournament_id"], game_record(row)) for _, row in applied])
-        for tournament_id in dict.fromkeys(row["tournament_id"] for _, row in applied):
-            self.poke(tournament_id)

@@ -211,6 +211,16 @@ async def correct_results(connection: asyncpg.Connection, results: Sequence[Resu
     return {row["game_id"]: row for row in rows}
 
 
+async def without_open_games(db: Executor, tournament_ids: Sequence[str]) -> list[str]:
+    """Those of `tournament_ids` whose every requested game has a result (their round is complete)."""
+    rows = await db.fetch(
+        "SELECT t.id FROM unnest($1::text[]) AS t(id)"
+        " WHERE NOT EXISTS (SELECT 1 FROM games g WHERE g.tournament_id = t.id AND NOT g.finished)",
+        list(tournament_ids),
+    )
+    return [row["id"] for row in rows]
+
+
 async def due_work(db: Executor, now: datetime) -> list[str]:
     """Tournaments that may have a step due: start time passed, starting, or running with no open game or closed."""
     rows = await db.fetch(
