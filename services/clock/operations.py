@@ -15,6 +15,8 @@ from services.clock.model import GameMeta, GameRecord, Kind, SidePresence, Statu
 
 
 _NOT_STARTED = frozenset((Status.NEW, Status.REQUESTED, Status.WAITING))
+# A module name: reading a member through its enum class costs ~0.1 us, on every move.
+_RUNNING = Status.RUNNING
 
 
 @dataclass(frozen=True)
@@ -127,18 +129,19 @@ def apply_move(record: GameRecord, player_id: str, ply: int, played_at_ms: int |
     """
     if ply <= record.ply:
         return "stale"
-    if record.status in _NOT_STARTED:
-        park_move(record, player_id, ply, played_at_ms)
-        return "parked"
-    if record.status is not Status.RUNNING or record.clock is None:
+    status = record.status
+    clock = record.clock
+    if status is not _RUNNING or clock is None:
+        if status in _NOT_STARTED:
+            park_move(record, player_id, ply, played_at_ms)
+            return "parked"
         return "after_end"
     side = record.meta.side_of(player_id)
     if side is None:
         return "not_a_player"
-    clock = record.clock
     if side is not clock.to_move:
         return "wrong_turn"
-    at_ms = effective_ms(record.clock, played_at_ms, now_ms)
+    at_ms = effective_ms(clock, played_at_ms, now_ms)
     try:
         record.clock = clock.after_move(side, at_ms if isinstance(clock, FischerClock) else at_ms // 1000)
     except ClockError:

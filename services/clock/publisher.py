@@ -20,6 +20,7 @@ from aiokafka.partitioner import DefaultPartitioner
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.events import CLOCK_STATE
 from arbiter.kit.metrics import Metrics
+from services.clock.messages import EncodedState, encoded_state
 
 log = logging.getLogger(__name__)
 _HEADER_TYPE = ("event-type", ev.ClockState.DESCRIPTOR.full_name.encode())
@@ -52,7 +53,11 @@ class StatePublisher:
         await self.producer.stop()
 
     async def publish(self, states: Sequence[ev.ClockState]) -> None:
-        """Send `states` keyed by game id (the default partitioner's choice), without waiting for acks.
+        """Send `states` keyed by game id (the default partitioner's choice), without waiting for acks."""
+        await self.publish_encoded([encoded_state(state) for state in states])
+
+    async def publish_encoded(self, states: Sequence[EncodedState]) -> None:
+        """Send serialised states (key, value, event id), in their order within each partition.
 
         The move consumer does not wait for Kafka's acknowledgement (a round trip per batch):
         at most `max_in_flight` produce batches are pending; a failed one is logged and counted.
@@ -61,20 +66,20 @@ class StatePublisher:
             return
         batches: dict[int, list] = {}  # type: ignore[type-arg]
         partitions = self._partitions
-        for state in states:
-            key = state.game_id.encode()
-            partition = self._partition_of.get(key)
+        partition_of = self._partition_of
+        create_batch = self.producer.create_batch
+        for key, value, event_id in states:
+            partition = partition_of.get(key)
             if partition is None:
-                if len(self._partition_of) > 200_000:
-                    self._partition_of.clear()
-                partition = self._partition_of[key] = self.partitioner(key, partitions, partitions)
+                if len(partition_of) > 200_000:
+                    partition_of.clear()
+                partition = partition_of[key] = self.partitioner(key, partitions, partitions)
             builders = batches.get(partition)
             if builders is None:
-                builders = batches[partition] = [self.producer.create_batch()]
-            value = state.SerializeToString()
-            headers = [("event-id", state.meta.event_id.encode()), _HEADER_TYPE]
+                builders = batches[partition] = [create_batch()]
+            headers = [("event-id", event_id), _HEADER_TYPE]
             if builders[-1].append(key=key, value=value, timestamp=None, headers=headers) is None:
-                builders.append(self.producer.create_batch())
+                builders.append(create_batch())
                 builders[-1].append(key=key, value=value, timestamp=None, headers=headers)
         for partition, builders in batches.items():
             for builder in builders:

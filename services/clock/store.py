@@ -25,7 +25,6 @@ move (20,000/s). Triple Block clocks are rebuilt from PostgreSQL (`records.Recon
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
 import redis.asyncio as aioredis
@@ -181,7 +180,7 @@ class LiveStore:
         ids = list(game_ids)
         if not ids:
             return {}
-        if any(_CONTROL.search(game_id) for game_id in ids):
+        if not all(game_id.isprintable() for game_id in ids):
             values = await self.redis.mget([self.key(game_id) for game_id in ids])
         else:
             joined = await self._load_joined(args=[f"{self.prefix}:g:", _GS.join(ids)])
@@ -243,17 +242,27 @@ class LiveStore:
         plain: list[int] = []
         other: list[int] = []
         for index, record in enumerate(records):
-            early = bool(record.consumed_early) or (
-                bool(record.early_moves) and any(ply not in record.consumed_early for ply in record.early_moves))
-            (other if early or _CONTROL.search(record.game_id) else plain).append(index)
+            # Parked moves and ids the joined payload cannot carry (control characters: not
+            # printable) take the general script.
+            if (record.consumed_early or not record.game_id.isprintable() or (
+                    record.early_moves and any(ply not in record.consumed_early for ply in record.early_moves))):
+                other.append(index)
+            else:
+                plain.append(index)
         saved = [False] * len(records)
         bodies = [encode_body(record) for record in records]
         if plain:
             parts = []
+            running = Status.RUNNING
             for i in plain:
                 record = records[i]
-                ttl = "" if record.status is Status.RUNNING else self._ttl(record)
-                parts.append(f"{record.version}|{_deadline(record)}|{ttl}|{record.game_id}{_FS}{bodies[i]}")
+                if record.status is running:
+                    # A running game's deadline, as `record_deadline_ms` gives it; no expiry.
+                    deadline = record_deadline_ms(record)
+                    head = f"{record.version}|{'' if deadline is None else deadline}||"
+                else:
+                    head = f"{record.version}|{_deadline(record)}|{self._ttl(record)}|"
+                parts.append(f"{head}{record.game_id}{_FS}{bodies[i]}")
             payload = _GS.join(parts)
             reply = await self._save_joined(keys=[self.deadlines], args=[f"{self.prefix}:g:", payload])
             for i, flag in zip(plain, reply):
@@ -272,24 +281,23 @@ class LiveStore:
                 args += [str(ply) for ply in record.consumed_early]
             for i, reply in zip(other, await self._save(keys=keys, args=args)):
                 saved[i] = bool(reply)
+        known = self._known
+        if remember and len(known) + len(records) > self.known_limit:
+            known.clear()
         for record, body, ok in zip(records, bodies, saved):
             if not ok:
-                self._known.pop(record.game_id, None)
+                known.pop(record.game_id, None)
                 continue
-            record.version = str(int(record.version or 0) + 1)
-            record.consumed_early.clear()
-            if remember and record.kind is not Kind.TRIPLE_BLOCK and record.status not in _NOT_STARTED:
+            record.version = version = str(int(record.version or 0) + 1)
+            if record.consumed_early:
+                record.consumed_early.clear()
+            if remember and record.meta.kind is not _TRIPLE_BLOCK and record.status not in _NOT_STARTED:
                 # Only this process's copies are trusted, and only while the stored text is the
                 # same byte for byte (a Triple Block copy's row version is not known here).
-                self._remember(record, body)
+                known[record.game_id] = (version, body, record)
             else:
-                self._known.pop(record.game_id, None)
+                known.pop(record.game_id, None)
         return saved
-
-    def _remember(self, record: GameRecord, body: str) -> None:
-        if len(self._known) > self.known_limit:
-            self._known.clear()
-        self._known[record.game_id] = (record.version, body, record)
 
     async def save(self, record: GameRecord) -> bool:
         """Compare-and-set one record."""
@@ -335,12 +343,14 @@ class LiveStore:
         return int(running) + int(claimed)
 
 
-_NOT_STARTED = (Status.NEW, Status.REQUESTED, Status.WAITING)
-# Separators of the joined payloads; game ids with control characters take the general path.
+_NOT_STARTED = frozenset((Status.NEW, Status.REQUESTED, Status.WAITING))
+# A module name: reading a member through its enum class costs ~0.1 us, per saved game.
+_TRIPLE_BLOCK = Kind.TRIPLE_BLOCK
+# Separators of the joined payloads; game ids that are not printable (control characters) take
+# the general path.
 _GS, _FS = "\x1d", "\x1c"
 _GS_BYTES = _GS.encode()
 _SAVED = ord("1")
-_CONTROL = re.compile("[\x00-\x1f]")
 
 
 def _deadline(record: GameRecord) -> str:

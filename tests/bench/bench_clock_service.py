@@ -248,6 +248,8 @@ async def throughput(stack: SystemStack, redis: aioredis.Redis, prefix: str, gam
     await producer.start()
     await producer.send(events.GAME_FINISHED.name, finished)
     await producer.stop()
+    # The flag part counts its own clocks from the deadline set: these games must have left it.
+    await wait_for(lambda: _live_at_most(redis, prefix, 0), 120, "games finished")
 
 
 def _crossing(points: list[tuple[float, float]], count: float) -> float:
@@ -268,6 +270,10 @@ def _rate_between(points: list[tuple[float, float]], low: float, high: float) ->
 
 async def _live_at_least(redis: aioredis.Redis, prefix: str, count: int) -> bool:
     return int(await redis.zcard(f"{prefix}:deadlines")) >= count
+
+
+async def _live_at_most(redis: aioredis.Redis, prefix: str, count: int) -> bool:
+    return int(await redis.zcard(f"{prefix}:deadlines")) <= count
 
 
 async def flag_latency(stack: SystemStack, redis: aioredis.Redis, prefix: str, clocks: int, window: float,
