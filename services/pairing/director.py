@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import asyncpg
@@ -26,6 +28,7 @@ from arbiter.competition.tournament_flow import (
     NextStep,
     PairingError,
     PlannedGame,
+    RoundDraw,
     ScoredResult,
     berger_numbers,
     busy_forfeit,
@@ -70,6 +73,8 @@ START_TIMER = "tournament_start"
 CLOSE_TIMER = "tournament_close"
 # A tournament never needs more steps than this in one go (start, every round, finish).
 _MAX_STEPS = 64
+# Tournaments one worker takes from the queue at once (their round robin rounds are saved together).
+_BATCH = 32
 # The by-state gauge counts every tournament; once in a while is enough for a dashboard.
 _COUNT_EVERY_SECONDS = 10.0
 
@@ -136,6 +141,29 @@ async def standings_now(db: store.Executor, row: Any) -> tuple[list[ev.StandingR
     return standing_rows(rows, fmt), explanations
 
 
+@dataclass(frozen=True)
+class RoundToSave:
+    """A paired round ready to be saved: its tournament row, draw, games, forfeits and opening."""
+
+    row: Any
+    draw: RoundDraw
+    planned: Sequence[PlannedGame]
+    forfeits: dict[str, ScoredResult | None]
+    opening: common.Opening
+
+
+def _forfeits(row: Any, planned: Sequence[PlannedGame], busy: set[str]) -> dict[str, ScoredResult | None]:
+    """Each game's T-18 forfeit when a player is busy in another game, else None."""
+    return {game.game_id: busy_forfeit(game.white in busy, game.black in busy, tournament_rated=row["rated"])
+            for game in planned}
+
+
+def _still_due(locked: Any, round_number: int, now: Any) -> bool:
+    """Under the row lock: the round is still the next one, the tournament runs, none open, not closed (T-15)."""
+    return (locked is not None and locked["state"] == "running" and locked["current_round"] == round_number - 1
+            and now < locked["closes_at"] and not locked["open_games"])
+
+
 class Director:
     """Starts, pairs, closes and finishes tournaments; one tournament at a time per replica."""
 
@@ -197,36 +225,91 @@ class Director:
 
     async def _work(self) -> None:
         while True:
-            tournament_id = await self._queue.get()
-            woken_at = self._queued.pop(tournament_id)
-            self.metrics.step_wait.labels(self.metrics.service).observe(time.monotonic() - woken_at)
+            woken = [await self._queue.get()]
+            # Everything already waiting goes in one go: round robins whose rounds ended together
+            # are paired in one transaction (see pair_round_robins).
+            while len(woken) < _BATCH and not self._queue.empty():
+                woken.append(self._queue.get_nowait())
+            now = time.monotonic()
+            for tournament_id in woken:
+                self.metrics.step_wait.labels(self.metrics.service).observe(now - self._queued.pop(tournament_id))
             try:
-                await self.advance(tournament_id)
-            except Unavailable as error:
-                self.metrics.advance_errors.labels(self.metrics.service, "unavailable").inc()
-                log.warning("tournament step waits for another service", extra={
-                    "tournament_id": tournament_id, "error": error.message})
-            except Exception:
-                self.metrics.advance_errors.labels(self.metrics.service, "error").inc()
-                log.exception("tournament step failed; it is retried", extra={"tournament_id": tournament_id})
+                rest = await self._advance_together(woken)
+            except Exception as error:
+                # Each one on its own then, where its own failure is reported.
+                log.warning("batch step failed; the tournaments are taken one by one",
+                            extra={"tournaments": len(woken), "error": repr(error)})
+                rest = woken
+            for tournament_id in rest:
+                await self._advance_reporting(tournament_id)
+
+    async def _advance_reporting(self, tournament_id: str) -> None:
+        try:
+            await self.advance(tournament_id)
+        except Unavailable as error:
+            self.metrics.advance_errors.labels(self.metrics.service, "unavailable").inc()
+            log.warning("tournament step waits for another service", extra={
+                "tournament_id": tournament_id, "error": error.message})
+        except Exception:
+            self.metrics.advance_errors.labels(self.metrics.service, "error").inc()
+            log.exception("tournament step failed; it is retried", extra={"tournament_id": tournament_id})
 
     # -- the state machine -----------------------------------------------------------------------
 
-    async def advance(self, tournament_id: str) -> None:
-        """Take every step that is due for this tournament now (idempotent)."""
+    def _enter(self, tournament_id: str) -> asyncio.Lock:
         lock, users = self._locks.get(tournament_id, (asyncio.Lock(), 0))
         self._locks[tournament_id] = (lock, users + 1)
+        return lock
+
+    def _leave(self, tournament_id: str) -> None:
+        lock, users = self._locks[tournament_id]
+        if users == 1:
+            del self._locks[tournament_id]
+        else:
+            self._locks[tournament_id] = (lock, users - 1)
+
+    async def advance(self, tournament_id: str) -> None:
+        """Take every step that is due for this tournament now (idempotent)."""
+        lock = self._enter(tournament_id)
         try:
             async with lock:
                 for _ in range(_MAX_STEPS):
                     if not await self._step(tournament_id):
                         return
         finally:
-            lock, users = self._locks[tournament_id]
-            if users == 1:
-                del self._locks[tournament_id]
-            else:
-                self._locks[tournament_id] = (lock, users - 1)
+            self._leave(tournament_id)
+
+    async def _advance_together(self, tournament_ids: Sequence[str]) -> list[str]:
+        """Pair together the round robins among these whose next round is due; return the others' ids."""
+        held: list[str] = []
+        rest: list[str] = []
+        try:
+            for tournament_id in tournament_ids:
+                lock = self._enter(tournament_id)
+                if lock.locked():  # another worker is on it: it goes the usual way, after that one
+                    self._leave(tournament_id)
+                    rest.append(tournament_id)
+                    continue
+                await lock.acquire()  # free, so this returns at once
+                held.append(tournament_id)
+            ready = []
+            now = self.clock.now()
+            rows = await store.tournaments_and_open_games(self.pool, held) if held else []
+            for row in rows:
+                step = next_step(row["current_round"], row["rounds"], row["open_games"], now, row["closes_at"])
+                if row["state"] != "running":
+                    rest.append(row["id"])  # start, cancel: the usual steps
+                elif step is NextStep.PAIR and row["format"] == Format.ROUND_ROBIN.value:
+                    ready.append(row)
+                elif step is not NextStep.WAIT:
+                    rest.append(row["id"])  # a Swiss round, or the finish
+            if ready:
+                rest += await self.pair_round_robins(ready)
+            return rest
+        finally:
+            for tournament_id in held:
+                self._locks[tournament_id][0].release()
+                self._leave(tournament_id)
 
     async def _step(self, tournament_id: str) -> bool:
         """Take the next due step; False when nothing is due."""
@@ -358,75 +441,116 @@ class Director:
         opening = await opening_draw
         planned = draw.games(tournament_id, per_pairing)
         busy = await self.busy.busy(p for game in planned for p in (game.white, game.black))
-        forfeits = {
-            game.game_id: busy_forfeit(game.white in busy, game.black in busy, tournament_rated=row["rated"])
-            for game in planned
-        }
+        item = RoundToSave(row, draw, planned, _forfeits(row, planned, busy), opening)
         async with self.pool.acquire() as connection, connection.transaction():
             locked = await store.tournament_and_open_games(connection, tournament_id, lock=True)
-            if locked["state"] != "running" or locked["current_round"] != round_number - 1:
-                return True  # another replica (or the close) got there first
             now = self.clock.now()
-            if now >= locked["closes_at"] or locked["open_games"]:
-                return True  # T-15: too late for a new round; the next step finishes
-            events = await self._save_round(connection, locked, draw, planned, forfeits, opening, now)
-            await self.outbox.add(connection, *events)
-        requested = sum(1 for game in planned if forfeits[game.game_id] is None)
+            if not _still_due(locked, round_number, now):
+                return True  # another replica or the close got there first; the next step says what is due
+            await self.outbox.add(connection, *await self._save_rounds(connection, [item], now))
+        return await self._paired(item, fmt, started)
+
+    async def _paired(self, item: RoundToSave, fmt: Format, started: float) -> bool:
+        """Count, log and announce a committed round; True when it needs another look (forfeits only)."""
+        requested = sum(1 for game in item.planned if item.forfeits[game.game_id] is None)
         service = self.metrics.service
         self.metrics.pairing_seconds.labels(service, fmt.value).observe(time.perf_counter() - started)
         self.metrics.games_requested.labels(service).inc(requested)
-        self.metrics.busy_forfeits.labels(service).inc(len(planned) - requested)
-        if draw.engine == "fallback":
+        self.metrics.busy_forfeits.labels(service).inc(len(item.planned) - requested)
+        if item.draw.engine == "fallback":
             self.metrics.pairing_fallbacks.labels(service).inc()
-        log.info("round paired", extra={"tournament_id": tournament_id, "round": round_number, "games": len(planned),
-                                        "forfeits": len(planned) - requested, "engine": draw.engine})
+        tournament_id, round_number = item.row["id"], item.draw.round
+        log.info("round paired", extra={"tournament_id": tournament_id, "round": round_number,
+                                        "games": len(item.planned), "forfeits": len(item.planned) - requested,
+                                        "engine": item.draw.engine})
         await self.hub.publish(tournament_id, "round_paired", round_number=round_number)
         # A round of forfeits only (T-18) is complete at once: look again; otherwise its results wake us.
         return requested == 0
 
-    async def _save_round(
-        self, connection: asyncpg.Connection, row: Any, draw: Any, planned: Sequence[PlannedGame],
-        forfeits: dict[str, ScoredResult | None], opening: common.Opening, now: Any,
-    ) -> list[Any]:
-        """Insert the round and its games; return its events: RoundPaired, GameRequested, busy GameFinished."""
-        tournament_id = row["id"]
-        round_number = draw.round
-        bye_points = round_bye_points(row["games_per_pairing"]) if draw.bye is not None else 0
+    async def pair_round_robins(self, rows: Sequence[Any]) -> list[str]:
+        """Pair the next round of several round robins in one transaction (T-8, T-14, T-18, O-10, O-11).
+
+        Under load many rounds end at once; one read of their seats, one busy check, one save and
+        one outbox insert serve them all. `rows` are tournaments whose next step is PAIR, their
+        locks held by the caller. Returns the ids that need another look: a round of forfeits only,
+        or a tournament whose state changed before the commit.
+        """
+        started = time.perf_counter()
+        ids = [row["id"] for row in rows]
+        seats = await store.seats_of(self.pool, ids)
+        draws = {row["id"]: pair_round(Format.ROUND_ROBIN, seats[row["id"]], [], [], row["current_round"] + 1,
+                                       row["rounds"], row["games_per_pairing"]) for row in rows}
+        openings = await asyncio.gather(*(self.openings.draw(
+            row["id"], row["current_round"] + 1, row["variant"], OpeningMode(row["opening_mode"]),
+            row["thematic_opening"], no_repeat=False) for row in rows))
+        planned = {row["id"]: draws[row["id"]].games(row["id"], row["games_per_pairing"]) for row in rows}
+        busy = await self.busy.busy(p for games in planned.values() for game in games for p in (game.white, game.black))
+        items = {row["id"]: RoundToSave(row, draws[row["id"]], planned[row["id"]],
+                                        _forfeits(row, planned[row["id"]], busy), opening)
+                 for row, opening in zip(rows, openings, strict=True)}
+        async with self.pool.acquire() as connection, connection.transaction():
+            now = self.clock.now()
+            due = [items[locked["id"]] for locked in await store.tournaments_and_open_games(connection, ids, lock=True)
+                   if _still_due(locked, items[locked["id"]].draw.round, now)]
+            if due:
+                await self.outbox.add(connection, *await self._save_rounds(connection, due, now))
+        again = [tournament_id for tournament_id in ids if tournament_id not in {item.row["id"] for item in due}]
+        for item in due:
+            if await self._paired(item, Format.ROUND_ROBIN, started):
+                again.append(item.row["id"])
+        return again
+
+    async def _save_rounds(self, connection: asyncpg.Connection, rounds: Sequence[RoundToSave], now: Any) -> list[Any]:
+        """Insert the rounds and their games; return their events: RoundPaired, GameRequested, busy GameFinished."""
         busy_termination = common.Termination.Name(common.TERMINATION_BUSY_FORFEIT)
-        forfeit_of = [forfeits[game.game_id] for game in planned]
-        # The round, its games and the tournament's current round in one statement: one round trip
-        # inside the row-locked transaction, whatever the size of the round.
+        games = [(item, game, item.forfeits[game.game_id]) for item in rounds for game in item.planned]
+        # Every round, its games and each tournament's current round in one statement: one round trip
+        # inside the row-locked transaction, whatever the number and size of the rounds.
         await connection.execute(
             """
-            WITH new_round AS (
+            WITH new_rounds AS (
                 INSERT INTO rounds (tournament_id, round, opening, bye_id, bye_points, engine, notes, paired_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                SELECT r.tournament_id, r.round, r.opening, r.bye_id, r.bye_points, r.engine, r.notes::jsonb, $8
+                FROM unnest($1::text[], $2::int[], $3::bytea[], $4::text[], $5::int[], $6::text[], $7::text[])
+                    AS r(tournament_id, round, opening, bye_id, bye_points, engine, notes)
             ), new_games AS (
                 INSERT INTO games (game_id, tournament_id, round, board, leg, white_id, black_id, requested,
                                    finished, kind, result, termination, white_points, black_points, rated,
                                    decided_by, finished_at)
-                SELECT g.game_id, $1, $2, g.board, g.leg, g.white_id, g.black_id, g.kind IS NULL, g.kind IS NOT NULL,
-                       g.kind, g.result, g.termination, g.white_points, g.black_points, g.rated,
+                SELECT g.game_id, g.tournament_id, g.round, g.board, g.leg, g.white_id, g.black_id, g.kind IS NULL,
+                       g.kind IS NOT NULL, g.kind, g.result, g.termination, g.white_points, g.black_points, g.rated,
                        CASE WHEN g.kind IS NULL THEN NULL ELSE 'T-18' END,
                        CASE WHEN g.kind IS NULL THEN NULL ELSE $8::timestamptz END
-                FROM unnest($9::text[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::text[],
-                            $16::text[], $17::int[], $18::int[], $19::bool[])
-                    AS g(game_id, board, leg, white_id, black_id, kind, result, termination, white_points,
-                         black_points, rated)
+                FROM unnest($9::text[], $10::text[], $11::int[], $12::int[], $13::int[], $14::text[], $15::text[],
+                            $16::text[], $17::text[], $18::text[], $19::int[], $20::int[], $21::bool[])
+                    AS g(game_id, tournament_id, round, board, leg, white_id, black_id, kind, result, termination,
+                         white_points, black_points, rated)
             )
-            UPDATE tournaments SET current_round = $2 WHERE id = $1
+            UPDATE tournaments AS t SET current_round = r.round
+            FROM unnest($1::text[], $2::int[]) AS r(tournament_id, round) WHERE t.id = r.tournament_id
             """,
-            tournament_id, round_number, opening.SerializeToString(), draw.bye, bye_points, draw.engine,
-            list(draw.notes), now,
-            [game.game_id for game in planned], [game.board for game in planned], [game.leg for game in planned],
-            [game.white for game in planned], [game.black for game in planned],
-            [f.kind.value if f else None for f in forfeit_of], [f.verdict.value if f else None for f in forfeit_of],
-            [busy_termination if f else None for f in forfeit_of],
-            [f.score.white_points if f else None for f in forfeit_of],
-            [f.score.black_points if f else None for f in forfeit_of],
-            [f.score.rated if f else None for f in forfeit_of],
+            [item.row["id"] for item in rounds], [item.draw.round for item in rounds],
+            [item.opening.SerializeToString() for item in rounds], [item.draw.bye for item in rounds],
+            [round_bye_points(item.row["games_per_pairing"]) if item.draw.bye is not None else 0 for item in rounds],
+            [item.draw.engine for item in rounds], [json.dumps(list(item.draw.notes)) for item in rounds], now,
+            [game.game_id for _, game, _ in games], [item.row["id"] for item, _, _ in games],
+            [item.draw.round for item, _, _ in games], [game.board for _, game, _ in games],
+            [game.leg for _, game, _ in games], [game.white for _, game, _ in games],
+            [game.black for _, game, _ in games], [f.kind.value if f else None for _, _, f in games],
+            [f.verdict.value if f else None for _, _, f in games],
+            [busy_termination if f else None for _, _, f in games],
+            [f.score.white_points if f else None for _, _, f in games],
+            [f.score.black_points if f else None for _, _, f in games],
+            [f.score.rated if f else None for _, _, f in games],
         )
+        return [event for item in rounds for event in self._round_events(item, now)]
 
+    @staticmethod
+    def _round_events(item: RoundToSave, now: Any) -> list[Any]:
+        """RoundPaired, then each game's GameRequested, or its busy forfeit's GameFinished (T-18)."""
+        row, draw, planned, opening = item.row, item.draw, item.planned, item.opening
+        tournament_id = row["id"]
+        round_number = draw.round
         ref = competition_ref(tournament_id, round_number)
         lines: dict[int, ev.PairingLine] = {}
         for game in planned:
@@ -439,7 +563,7 @@ class Director:
         time_control = common.TimeControl(fischer=common.FischerControl(
             base_seconds=row["base_seconds"], increment_seconds=row["increment_seconds"]))
         for game in planned:
-            forfeit = forfeits[game.game_id]
+            forfeit = item.forfeits[game.game_id]
             if forfeit is None:
                 request = ev.GameRequested(
                     game_id=game.game_id, competition=ref, variant=row["variant"], white_id=game.white,

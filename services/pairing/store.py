@@ -32,6 +32,29 @@ async def tournament_and_open_games(db: Executor, tournament_id: str, *, lock: b
     )
 
 
+async def tournaments_and_open_games(db: Executor, tournament_ids: Sequence[str], *, lock: bool = False) -> list[Row]:
+    """Several tournaments with `open_games`, by id; `lock` takes their row locks in id order (no deadlock)."""
+    return await db.fetch(
+        "SELECT t.*, (SELECT count(*) FROM games g WHERE g.tournament_id = t.id AND NOT g.finished) AS open_games"
+        " FROM tournaments t WHERE t.id = ANY($1::text[]) ORDER BY t.id" + (" FOR UPDATE OF t" if lock else ""),
+        list(tournament_ids),
+    )
+
+
+async def seats_of(db: Executor, tournament_ids: Sequence[str]) -> dict[str, list[Seat]]:
+    """`seats` of several tournaments in one query: {tournament id: its seats by player id}."""
+    rows = await db.fetch(
+        "SELECT tournament_id, player_id, berger_number, initial_rank, rating FROM entrants"
+        " WHERE tournament_id = ANY($1::text[]) AND initial_rank IS NOT NULL ORDER BY tournament_id, player_id",
+        list(tournament_ids),
+    )
+    result: dict[str, list[Seat]] = {tournament_id: [] for tournament_id in tournament_ids}
+    for row in rows:
+        result[row["tournament_id"]].append(
+            Seat(row["player_id"], row["berger_number"], row["initial_rank"], row["rating"]))
+    return result
+
+
 async def tournament_by_request(db: Executor, creator_id: str, request_id: str) -> Row | None:
     """The tournament a creator made with this request id, if any."""
     return await db.fetchrow(
