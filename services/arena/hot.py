@@ -62,8 +62,9 @@ for first = 1, n, 500 do
   for j = 1, #ids do
     local p = ids[j]
     local blocked = redis.call('ZRANGEBYSCORE', ARGV[2] .. p, '(' .. ARGV[1], '+inf')
-    out[#out + 1] = table.concat({p, q[2 * (first + j - 1)], ranks[p] or (size + 1), colours[j] or '',
-                                  recs[j] or '', table.concat(blocked, ',')}, '\\31')
+    -- One concatenation, no table per player.
+    out[#out + 1] = p .. '\\31' .. q[2 * (first + j - 1)] .. '\\31' .. (ranks[p] or (size + 1)) .. '\\31'
+      .. (colours[j] or '') .. '\\31' .. (recs[j] or '') .. '\\31' .. table.concat(blocked, ',')
   end
 end
 return table.concat(out, '\\30')
@@ -76,11 +77,12 @@ return table.concat(out, '\\30')
 # a few dozen calls.
 _TAKE = """
 local players, seen, colours = {}, {}, {}
-for line in string.gmatch(ARGV[1], '[^\\30]+') do
-  local p, since, c = string.match(line, '^([^\\31]*)\\31([^\\31]*)\\31(.*)$')
-  players[#players + 1] = p
-  seen[#seen + 1] = tonumber(since)
-  colours[#colours + 1] = c
+local n = 0
+for p, since, c in string.gmatch(ARGV[1], '([^\\30\\31]*)\\31([^\\30\\31]*)\\31([^\\30]*)') do
+  n = n + 1
+  players[n] = p
+  seen[n] = tonumber(since)
+  colours[n] = c
 end
 local taken = 0
 for first = 1, #players, 500 do
@@ -184,9 +186,10 @@ class Colours:
         return Colours(int(balance), {"w": Side.WHITE, "b": Side.BLACK}.get(last))
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a burst builds thousands, and a frozen dataclass's __init__ costs several times more.
+@dataclass(slots=True)
 class Waiting:
-    """One waiting player as the pairing pass reads them."""
+    """One waiting player as the pairing pass reads them (read only)."""
 
     player_id: str
     since: float
@@ -299,29 +302,50 @@ class HotStore:
         if rows is None:
             return None
         waiting = []
-        # Few distinct colour and record values recur across thousands of players: decode each once.
+        # Few distinct instants, ranks, colours and records recur across thousands of players:
+        # decode each once.
+        instants: dict[str, float] = {}
+        ranks: dict[str, int] = {}
         colour_values: dict[str, Colours] = {}
         record_values: dict[str, ArenaPlayerRecord] = {}
         nobody: frozenset[str] = frozenset()
+        append = waiting.append
         for line in rows.decode().split("\x1e") if rows else ():
             player, since, rank, colours, record, blocked = line.split("\x1f")
+            instant = instants.get(since)
+            if instant is None:
+                instant = instants[since] = float(since)
+            place = ranks.get(rank)
+            if place is None:
+                place = ranks[rank] = int(rank)
             colour = colour_values.get(colours)
             if colour is None:
                 colour = colour_values[colours] = Colours.decode(colours)
             stored = record_values.get(record)
             if stored is None:
                 stored = record_values[record] = decode_record(record)
-            waiting.append(Waiting(
-                player_id=player, since=float(since), rank=int(rank), colours=colour,
-                record=stored, blocked=frozenset(blocked.split(",")) if blocked else nobody,
-            ))
+            cut_off = frozenset(blocked.split(",")) if blocked else nobody
+            append(Waiting(player, instant, place, colour, stored, cut_off))
         return waiting
 
     async def take(self, arena_id: str, paired: Sequence[tuple[str, float, Colours]]) -> int:
         """Paired players leave the queue, count as playing and get their new colours."""
         if not paired:
             return 0
-        packed = "\x1e".join(f"{player}\x1f{since!r}\x1f{colours.encode()}" for player, since, colours in paired)
+        # Few distinct instants and colours recur across a burst's thousands: encode each once
+        # (colours by identity: the pass shares one object per value, and hashing one costs more).
+        instants: dict[float, str] = {}
+        encoded: dict[int, str] = {}
+        lines = []
+        for player, since, colours in paired:
+            instant = instants.get(since)
+            if instant is None:
+                instant = instants[since] = repr(since)
+            value = encoded.get(id(colours))
+            if value is None:
+                value = encoded[id(colours)] = colours.encode()
+            lines.append(f"{player}\x1f{instant}\x1f{value}")
+        packed = "\x1e".join(lines)
         k = lambda name: self.key(arena_id, name)  # noqa: E731
         return int(await self._take(keys=[k("queue"), k("playing"), k("colours")], args=[packed]))
 

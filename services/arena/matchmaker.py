@@ -1,8 +1,9 @@
 """Pairing arenas: one owner per arena (a Redis lease), a pass whenever someone starts waiting (AR-2, AR-3).
 
-A pass reads the waiting queue, ranks, colours and cooldowns from Redis, the ratings from
-the rating service (cached), calls the pure `match_waiting`, then saves the games and their
-GameRequested events in one transaction and takes the paired players out of the queue.
+A pass reads the waiting queue, ranks, colours and cooldowns from Redis and the ratings from
+the rating service (cached); then, in one transaction, PostgreSQL checks who of them is free
+while the pure `match_waiting` runs, the games and their GameRequested events are saved, and
+the paired players leave the queue (Redis, at the same time as the save).
 PostgreSQL has the last word: under the arena's pairing lock (joins and leaves take it too)
 the save drops any pairing of a player who left or is still in a game, so two replicas
 pairing at once (a lease lost in a pause) can never put a player in two games.
@@ -43,7 +44,8 @@ from services.arena.watch import WatchHub
 
 log = logging.getLogger(__name__)
 _WAKE_CHANNEL = "arena:wake"
-# Above this many waiting players the matching runs in a thread, so the loop keeps serving meanwhile.
+# Above this many waiting players the matching runs in a thread, so the loop keeps serving and
+# PostgreSQL checks who is free meanwhile; below, it is done before any transaction opens.
 _THREAD_ABOVE = 400
 
 
@@ -151,43 +153,38 @@ class Matchmaker:
         ratings, complete = await self.ratings.ratings(arena_id, info.variant, info.speed, list(by_id))
         if not complete:
             self.metrics.rating_fallbacks.labels(service).inc()
-        refusals = sum(len(w.blocked & by_id.keys()) for w in waiting) // 2
+        refusals = sum(len(w.blocked & by_id.keys()) for w in waiting if w.blocked) // 2
         if refusals:
             self.metrics.cooldown_refusals.labels(service).inc(refusals)
-        players = [
-            WaitingPlayer(
+        # Thousands of players often share a waiting instant (a rebuild, a batch of results): convert each once.
+        instants: dict[float, datetime] = {}
+        players = []
+        for w in waiting:
+            since = instants.get(w.since)
+            if since is None:
+                since = instants[w.since] = datetime.fromtimestamp(w.since, UTC)
+            players.append(WaitingPlayer(
                 player_id=w.player_id, rank=w.rank, rating=round(ratings[w.player_id]),
-                colour_balance=w.colours.balance, last_colour=w.colours.last,
-                waiting_since=datetime.fromtimestamp(w.since, UTC),
-            )
-            for w in waiting
-        ]
-        blocked = {w.player_id: w.blocked for w in waiting}
-        # AR-2, AR-3: close in rank and rating, colours balanced, never inside a cooldown.
-        if len(players) > _THREAD_ABOVE:
-            pairings = await asyncio.to_thread(match_waiting, players, blocked, now, seed=int(now.timestamp()))
-        else:
+                colour_balance=w.colours.balance, last_colour=w.colours.last, waiting_since=since,
+            ))
+        # Only players with a cooldown running: the matching looks up everybody else for nothing.
+        blocked = {w.player_id: w.blocked for w in waiting if w.blocked}
+        pairings = None
+        if len(players) <= _THREAD_ABOVE:
+            # A few dozen players match in well under a millisecond: match first, and open no
+            # transaction when nobody may meet (their cooldowns run, AR-3).
             pairings = match_waiting(players, blocked, now, seed=int(now.timestamp()))
-        if not pairings:
-            return 0
-        taken: list[tuple[str, float, Colours]] = []
-        for pairing in pairings:
-            white, black = by_id[pairing.white], by_id[pairing.black]
-            taken.append((white.player_id, white.since, white.colours.after(Side.WHITE)))
-            taken.append((black.player_id, black.since, black.colours.after(Side.BLACK)))
-        # The queue update goes out with the save instead of after it, so Redis and PostgreSQL
-        # work at the same time (a burst of thousands costs each tens of milliseconds). Nothing
-        # reads the paired players' Redis state as playing before their games exist: their results
-        # cannot come earlier. PostgreSQL has the last word: whenever it did not save exactly
-        # these pairings, Redis is rebuilt from it.
-        outcome, took = await asyncio.gather(
-            self._save_and_report(info, pairings, now), self.hot.take(arena_id, taken), return_exceptions=True
-        )
-        if isinstance(outcome, BaseException) or len(outcome[0]) != len(pairings):
+            if not pairings:
+                return 0
+        try:
+            saved, refused, took = await self._pair_and_save(info, by_id, players, blocked, now, pairings)
+        except Exception:
+            # Whatever was or was not committed, Redis may now disagree with PostgreSQL.
             await self._resync(arena_id)
-        if isinstance(outcome, BaseException):
-            raise outcome
-        saved, _, refused = outcome
+            raise
+        if refused:
+            # Redis said they wait, PostgreSQL says they left or play: PostgreSQL has the last word.
+            await self._resync(arena_id)
         if isinstance(took, BaseException):
             # Saved but Redis not updated: the next pass's save refuses the stale entries and resyncs.
             raise took
@@ -198,13 +195,106 @@ class Matchmaker:
         self.metrics.pass_seconds.labels(service).observe(time.perf_counter() - started)
         return len(saved)
 
-    async def _save_and_report(
-        self, info: ArenaInfo, pairings: Sequence[ArenaPairing], now: datetime
-    ) -> tuple[list[ArenaPairing], list[str], list[str]]:
-        saved, game_ids, refused = await self._save(info, pairings, now)
-        if saved and self.on_paired is not None:
-            self.on_paired(info.arena_id, [(g, p.white, p.black) for g, p in zip(game_ids, saved, strict=True)])
-        return saved, game_ids, refused
+    async def _pair_and_save(
+        self, info: ArenaInfo, by_id: dict[str, Waiting], players: Sequence[WaitingPlayer],
+        blocked: dict[str, frozenset[str]], now: datetime, pairings: list[ArenaPairing] | None,
+    ) -> tuple[list[ArenaPairing], list[str], int | BaseException | None]:
+        """Save the games and their GameRequested in one transaction; take the players off the queue.
+
+        `pairings` None: many wait, and the matching (AR-2, AR-3) runs in a thread while
+        PostgreSQL checks who of them is free. Returns the saved pairings, the paired players
+        PostgreSQL refused (they left or still play), and the outcome of the queue update (None
+        when there was none). PostgreSQL has the last word: under the arena's pairing lock
+        (joins and leaves take it too) the save drops any pairing of a player who left or is
+        still in a game.
+        """
+        arena_id = info.arena_id
+        took: asyncio.Task[int] | None = None
+        try:
+            async with self.pool.acquire() as connection, connection.transaction():
+                # The arena's row in share mode, like results, joins and leaves: none of them waits for
+                # another, while the end (AR-1) and a rebuild (update mode) wait for all. Pairing saves,
+                # joins and leaves of one arena take turns by the advisory lock (store.lock_pairing).
+                arena = await connection.fetchrow(
+                    "SELECT state, ends_at, pg_advisory_xact_lock(hashtextextended($2, 0)) IS NULL AS locked"
+                    " FROM arenas WHERE id = $1 FOR SHARE",
+                    arena_id, store.PAIRING_LOCK + arena_id,
+                )
+                if arena is None or arena["state"] != "running" or now >= arena["ends_at"]:
+                    return [], [], None
+                # Who is seated, active and in no running game, read after the lock (a new snapshot):
+                # one probe of the players' key, one bitmap scan of the two partial indexes on running
+                # games. In a burst of thousands PostgreSQL answers while the matching runs (each takes
+                # tens of milliseconds). Game numbers continue from the last one (the pairing lock
+                # makes this the only writer).
+                candidates = list(by_id) if pairings is None else [p for x in pairings for p in (x.white, x.black)]
+                check = asyncio.ensure_future(connection.fetch(
+                    "SELECT s.player_id, (SELECT coalesce(max(seq), 0) FROM arena_games WHERE arena_id = $1) AS last"
+                    " FROM arena_players s WHERE s.arena_id = $1 AND s.player_id = ANY($2::text[]) AND s.active"
+                    " AND s.player_id NOT IN (SELECT unnest(ARRAY[g.white_id, g.black_id]) FROM arena_games g"
+                    " WHERE g.arena_id = $1 AND g.result IS NULL"
+                    " AND (g.white_id = ANY($2::text[]) OR g.black_id = ANY($2::text[])))",
+                    arena_id, candidates,
+                ))
+                if pairings is None:
+                    try:
+                        pairings = await asyncio.to_thread(
+                            match_waiting, players, blocked, now, seed=int(now.timestamp())
+                        )
+                    finally:
+                        # Never leave the connection with a statement in flight.
+                        await asyncio.wait([check])
+                rows = await check
+                if not pairings:
+                    return [], [], None
+                # Never two games at once, never a player who left: whatever Redis said.
+                free = {row["player_id"] for row in rows}
+                refused = sorted({p for pairing in pairings for p in (pairing.white, pairing.black)} - free)
+                if refused:
+                    log.info("players dropped from the queue at save", extra={"arena_id": arena_id, "players": refused})
+                kept = [p for p in pairings if p.white in free and p.black in free]
+                if not kept:
+                    return [], refused, None
+                taken: list[tuple[str, float, Colours]] = []
+                # The snapshot shares one Colours per distinct value, and few recur across a burst's
+                # thousands: compute each next one once (by identity, cheaper than hashing them).
+                after: tuple[dict[int, Colours], dict[int, Colours]] = ({}, {})
+                for pairing in kept:
+                    sides = ((pairing.white, Side.WHITE, after[0]), (pairing.black, Side.BLACK, after[1]))
+                    for player, side, known in sides:
+                        w = by_id[player]
+                        colours = known.get(id(w.colours))
+                        if colours is None:
+                            colours = known[id(w.colours)] = w.colours.after(side)
+                        taken.append((player, w.since, colours))
+                # The queue update goes out with the save instead of after it, so Redis and PostgreSQL
+                # work at the same time. Nothing reads the paired players' Redis state as playing before
+                # their games exist: their results cannot come earlier. Should the transaction not
+                # commit, the caller rebuilds Redis from PostgreSQL.
+                took = asyncio.ensure_future(self.hot.take(arena_id, taken))
+                first = rows[0]["last"] + 1
+                ids = [store.game_id(arena_id, first + i) for i in range(len(kept))]
+                insert = asyncio.ensure_future(connection.execute(
+                    "INSERT INTO arena_games (game_id, arena_id, seq, white_id, black_id, requested_at)"
+                    " SELECT g, $1, s, w, b, $6 FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[])"
+                    " AS t(g, s, w, b)",
+                    arena_id, ids, [first + i for i in range(len(kept))], [p.white for p in kept],
+                    [p.black for p in kept], now,
+                ))
+                # Let the insert go out, then build the events while PostgreSQL writes the games.
+                await asyncio.sleep(0)
+                try:
+                    events = self._requested(info, ids, kept, now)
+                finally:
+                    await asyncio.wait([insert])
+                insert.result()
+                await self.outbox.add(connection, *events)
+        finally:
+            if took is not None:
+                await asyncio.wait([took])
+        if self.on_paired is not None:
+            self.on_paired(arena_id, [(g, p.white, p.black) for g, p in zip(ids, kept, strict=True)])
+        return kept, refused, took.exception() or took.result()
 
     async def _resync(self, arena_id: str) -> None:
         """Redis and PostgreSQL disagree after a pass: rebuild now, or mark the keys for the next reader."""
@@ -225,63 +315,6 @@ class Matchmaker:
                     real = max(0.0, now.timestamp() - waiting.since) / scale
                     self.metrics.requeue_to_request.labels(self.metrics.service).observe(real)
         self.metrics.pairings.labels(self.metrics.service).inc(len(saved))
-
-    async def _save(
-        self, info: ArenaInfo, pairings: Sequence[ArenaPairing], now: datetime
-    ) -> tuple[list[ArenaPairing], list[str], list[str]]:
-        """Games + GameRequested in one transaction; PostgreSQL refuses players who left or still play."""
-        arena_id = info.arena_id
-        candidates = [p for pairing in pairings for p in (pairing.white, pairing.black)]
-        async with self.pool.acquire() as connection, connection.transaction():
-            # The arena's row in share mode, like results, joins and leaves: none of them waits for
-            # another, while the end (AR-1) and a rebuild (update mode) wait for all. Pairing saves,
-            # joins and leaves of one arena take turns by the advisory lock (store.lock_pairing).
-            arena = await connection.fetchrow(
-                "SELECT state, ends_at, pg_advisory_xact_lock(hashtextextended($2, 0)) IS NULL AS locked"
-                " FROM arenas WHERE id = $1 FOR SHARE",
-                arena_id, store.PAIRING_LOCK + arena_id,
-            )
-            if arena is None or arena["state"] != "running" or now >= arena["ends_at"]:
-                return [], [], []
-            # Seated, active and in no running game, read after the lock (a new snapshot): one probe
-            # of the players' key, one bitmap scan of the two partial indexes on running games
-            # (hashed once). Game numbers continue from the last one (the pairing lock makes this
-            # the only writer).
-            rows = await connection.fetch(
-                "SELECT s.player_id, (SELECT coalesce(max(seq), 0) FROM arena_games WHERE arena_id = $1) AS last"
-                " FROM arena_players s WHERE s.arena_id = $1 AND s.player_id = ANY($2::text[]) AND s.active"
-                " AND s.player_id NOT IN (SELECT unnest(ARRAY[g.white_id, g.black_id]) FROM arena_games g"
-                " WHERE g.arena_id = $1 AND g.result IS NULL"
-                " AND (g.white_id = ANY($2::text[]) OR g.black_id = ANY($2::text[])))",
-                arena_id, candidates,
-            )
-            # Never two games at once, never a player who left: whatever Redis said.
-            free = {row["player_id"] for row in rows}
-            refused = sorted(set(candidates) - free)
-            if refused:
-                log.info("players dropped from the queue at save", extra={"arena_id": arena_id, "players": refused})
-            kept = [p for p in pairings if p.white in free and p.black in free]
-            if not kept:
-                return [], [], refused
-            first = rows[0]["last"] + 1
-            ids = [store.game_id(arena_id, first + i) for i in range(len(kept))]
-            insert = asyncio.ensure_future(connection.execute(
-                "INSERT INTO arena_games (game_id, arena_id, seq, white_id, black_id, requested_at)"
-                " SELECT g, $1, s, w, b, $6 FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[])"
-                " AS t(g, s, w, b)",
-                arena_id, ids, [first + i for i in range(len(kept))], [p.white for p in kept],
-                [p.black for p in kept], now,
-            ))
-            # Let the insert go out, then build the events while PostgreSQL writes the games: in a
-            # burst of thousands both take tens of milliseconds, one on each side.
-            await asyncio.sleep(0)
-            try:
-                events = self._requested(info, ids, kept, now)
-            finally:
-                # Never leave the connection with a statement in flight.
-                await insert
-            await self.outbox.add(connection, *events)
-        return kept, ids, refused
 
     def _requested(
         self, info: ArenaInfo, game_ids: Sequence[str], pairings: Sequence[ArenaPairing], now: datetime

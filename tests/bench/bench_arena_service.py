@@ -5,7 +5,8 @@ Prints figures, asserts nothing (DESIGN: bench scripts never assert timings). On
    else the embedded tansu, a throwaway redis-server and the machine's or an embedded
    PostgreSQL, on a fresh database) and the arena service's parts in this process: the
    matchmaker (lease, worker, passes) and the GameFinished handler, on real Redis and
-   PostgreSQL, with the outbox relay publishing to Kafka;
+   PostgreSQL, with the outbox relay publishing to Kafka, and the garbage collector tuned as
+   serve() tunes it;
 2. burst: an arena with 5,000 players all waiting; one pairing pass, timed (snapshot from
    Redis, matching, one transaction with 2,500 games and their GameRequested, queue update),
    `--burst-runs` times, each in a fresh arena;
@@ -52,7 +53,7 @@ from arbiter.kit.outbox import OutboxRelay
 from arbiter.kit.runtime import connect
 from services.arena.hot import HotStore
 from services.arena.lifecycle import Lifecycle
-from services.arena.main import MIGRATIONS
+from services.arena.main import MIGRATIONS, tune_garbage_collector
 from services.arena.matchmaker import Matchmaker
 from services.arena.metrics import ArenaMetrics
 from services.arena.ratings import RatingCache
@@ -128,6 +129,8 @@ async def run(args: argparse.Namespace, stack: SystemStack) -> None:
     await producer.start()
     relay = OutboxRelay(infra.pool, "arena", outbox_publisher(producer), infra.metrics)
     relay_task = asyncio.create_task(relay.run(stop))
+    # As serve() does once the service is wired.
+    tune_garbage_collector()
     try:
         # -- burst ------------------------------------------------------------------------------
         # Several bursts, each a fresh arena: one sample on a shared machine says little.

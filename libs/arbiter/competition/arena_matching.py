@@ -177,7 +177,7 @@ def assign_colours(a: WaitingPlayer, b: WaitingPlayer, seed: int = 0) -> ArenaPa
     else:
         # A fixed "lower id gets white" would favour the same players all
         # arena long; a hash of seed and pair is fair and reproducible.
-        low, high = sorted((a.player_id, b.player_id))
+        low, high = (a.player_id, b.player_id) if a.player_id < b.player_id else (b.player_id, a.player_id)
         digest = hashlib.blake2b(f"{seed}\x00{low}\x00{high}".encode(), digest_size=1).digest()
         white_first = (digest[0] & 1 == 0) == (a.player_id == low)
     return ArenaPairing(a.player_id, b.player_id) if white_first else ArenaPairing(b.player_id, a.player_id)
@@ -198,8 +198,8 @@ def match_waiting(
     """Pair waiting players close in rank and rating, colours balanced, none in cooldown (AR-2, AR-3)."""
     if not 1 <= reach <= MAX_REACH:
         raise ArenaError(f"the matching reach must be within 1..{MAX_REACH}, got {reach}")
-    seen = Counter(p.player_id for p in players)
-    if len(seen) != len(players):
+    if len({p.player_id for p in players}) != len(players):
+        seen = Counter(p.player_id for p in players)
         twice = sorted(player for player, count in seen.items() if count > 1)
         raise ArenaError(f"players waiting twice in the same arena: {', '.join(twice)}")
     # Sorting on a total key makes the result independent of the input order.
@@ -209,10 +209,19 @@ def match_waiting(
     if order[0].rank < 1:
         raise ArenaError(f"player {order[0].player_id} has rank {order[0].rank}; ranks start at 1")
 
-    blocked = _blocked_predicate(cooldowns)
+    blocked, involved = _blocked_predicate(cooldowns)
     pair_cost = _pair_cost_function(order)
-    leave_cost = [WAIT_WEIGHT * _waited_seconds(p, now) for p in order]
+    # Thousands of players often share a waiting instant: compute each one's charge once.
+    charges: dict[datetime, int] = {}
+    leave_cost = []
+    for p in order:
+        charge = charges.get(p.waiting_since)
+        if charge is None:
+            charge = charges[p.waiting_since] = WAIT_WEIGHT * _waited_seconds(p, now)
+        leave_cost.append(charge)
     ids = [p.player_id for p in order]
+    # Who appears in some cooldown (everybody, for a predicate): only their pairs need the lookup.
+    in_cooldown = [True] * len(ids) if involved is None else [player in involved for player in ids]
 
     near = min(reach, NEAR_REACH)
     if len(order) <= EXACT_UP_TO:
@@ -223,7 +232,7 @@ def match_waiting(
     for _ in range(1 + _LEFTOVER_PASSES):
         if len(left) < 2:
             break
-        found, left = _band_matching(left, reach, near, ids, blocked, pair_cost, leave_cost)
+        found, left = _band_matching(left, reach, near, ids, blocked, in_cooldown, pair_cost, leave_cost)
         if not found:
             break
         pairs.extend(found)
@@ -244,23 +253,25 @@ def _waited_seconds(player: WaitingPlayer, now: datetime) -> int:
     return min(WAIT_CAP_SECONDS, max(0, int((now - player.waiting_since).total_seconds())))
 
 
-def _blocked_predicate(cooldowns: Cooldowns) -> Callable[[PlayerId, PlayerId], bool]:
-    """One predicate for the three accepted forms of AR-3 cooldowns."""
+def _blocked_predicate(
+    cooldowns: Cooldowns,
+) -> tuple[Callable[[PlayerId, PlayerId], bool], frozenset[PlayerId] | None]:
+    """One predicate for the three accepted forms of AR-3 cooldowns, and everybody it names (None: unknown)."""
     if callable(cooldowns):
-        return cooldowns
+        return cooldowns, None
     if isinstance(cooldowns, Mapping):
-        table = cooldowns
+        table = {player: opponents for player, opponents in cooldowns.items() if opponents}
         empty: frozenset[PlayerId] = frozenset()
 
         def in_table(a: PlayerId, b: PlayerId) -> bool:
             # Either side's entry is enough: a half-written table still blocks.
             return b in table.get(a, empty) or a in table.get(b, empty)
 
-        return in_table
+        return in_table, frozenset(table).union(*table.values())
     pairs = cooldowns
     if not pairs:
-        return lambda a, b: False
-    return lambda a, b: frozenset((a, b)) in pairs
+        return (lambda a, b: False), frozenset()
+    return (lambda a, b: frozenset((a, b)) in pairs), frozenset().union(*pairs)
 
 
 def _pair_cost_function(order: list[WaitingPlayer]) -> Callable[[int, int], int]:
@@ -290,6 +301,7 @@ def _band_matching(
     near: int,
     ids: list[PlayerId],
     blocked: Callable[[PlayerId, PlayerId], bool],
+    in_cooldown: list[bool],
     pair_cost: Callable[[int, int], int],
     leave_cost: list[int],
 ) -> tuple[list[tuple[int, int]], list[int]]:
@@ -305,9 +317,10 @@ def _band_matching(
         i = seq[pos]
         row: list[tuple[int, int, int]] = []
         top = 0
+        listed = in_cooldown[i]
         for k in range(1, min(reach, n - 1 - pos) + 1):
             j = seq[pos + k]
-            if blocked(ids[i], ids[j]):
+            if (listed or in_cooldown[j]) and blocked(ids[i], ids[j]):
                 continue
             c = pair_cost(i, j)
             row.append((k + _PAIRED, 1 << k, c))
@@ -326,30 +339,32 @@ def _band_matching(
     # step, rather than tuples: this loop is the whole cost of a call.
     states: dict[int, int] = {0: 0}
     backs: list[dict[int, int]] = []
+    taken_code, left_code = _TAKEN, _LEFT_OVER
     for pos in range(n):
         nxt: dict[int, int] = {}
         back: dict[int, int] = {}
+        get = nxt.get
         leave = big + leave_cost[seq[pos]]
         row = edges[pos]
         for mask, value in states.items():
             new = mask >> 1
             if mask & 1:
-                old = nxt.get(new)
+                old = get(new)
                 if old is None or value < old:
                     nxt[new] = value
-                    back[new] = mask << 5 | _TAKEN
+                    back[new] = mask << 5 | taken_code
                 continue
             candidate = value + leave
-            old = nxt.get(new)
+            old = get(new)
             if old is None or candidate < old:
                 nxt[new] = candidate
-                back[new] = mask << 5 | _LEFT_OVER
+                back[new] = mask << 5 | left_code
             for step, bit, c in row:
                 if mask & bit:
                     continue
                 new = (mask | bit) >> 1
                 candidate = value + c
-                old = nxt.get(new)
+                old = get(new)
                 if old is None or candidate < old:
                     nxt[new] = candidate
                     back[new] = mask << 5 | step

@@ -377,6 +377,19 @@ def test_no_three_edge_augmentation_is_left(
                 assert pair(u, v) in blocked or pair(w, t) in blocked, (u, v, w, t)
 
 
+@given(waiting_fields(max_players=60))
+def test_every_cooldown_form_gives_the_same_pairings(field: Field) -> None:
+    # The predicate is asked about every pair; the set and the mapping only about players they
+    # name (the rest cannot be blocked). A mapping may list players with nobody (as the service does).
+    players, blocked = field
+    as_map: dict[str, set[str]] = {p.player_id: set() for p in players}
+    for a, b in (tuple(sorted(pair_)) for pair_ in blocked):
+        as_map[a].add(b)
+    expected = match_waiting(players, lambda x, y: pair(x, y) in blocked, NOW, seed=3)
+    assert match_waiting(players, blocked, NOW, seed=3) == expected
+    assert match_waiting(players, as_map, NOW, seed=3) == expected
+
+
 @given(waiting_fields(max_players=80, cooldowns=False))
 def test_without_cooldowns_all_but_at_most_one_play(
     field: Field,
