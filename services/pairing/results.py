@@ -222,10 +222,11 @@ class ResultDesk:
         await self.busy.finished([
             (game_id, known[game_id]["white_id"], known[game_id]["black_id"]) for game_id in still_busy
         ])
-        await self._announce(applied)
         if ours:
+            # The next round first; watchers can wait a round trip.
             for tournament_id in complete:
                 self.poke(tournament_id)
+        await self._announce(applied)
         if applied:
             return "handled"
         return "duplicate" if ours and duplicates == len(ours) else "ignored"
