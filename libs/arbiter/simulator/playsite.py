@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import grpc
+from aiokafka.errors import KafkaError
 from google.protobuf.message import Message
 
 from arbiter.contracts import arena_pb2, arena_pb2_grpc, clock_pb2, clock_pb2_grpc
@@ -45,6 +46,10 @@ PRODUCER = "playsite"
 # T-17: how long a dropping player stays away (competition seconds); the clock allows 30.
 SHORT_ABSENCE_SECONDS = 10.0
 LONG_ABSENCE_SECONDS = 40.0
+# A publication is tried this many times, the waits doubling from PUBLISH_RETRY_SECONDS (at most 5 s
+# each): about a minute and a half of broker outage before a game gives up.
+PUBLISH_ATTEMPTS = 20
+PUBLISH_RETRY_SECONDS = 0.2
 
 
 class SimulatorSettings(KitSettings):
@@ -119,6 +124,8 @@ class PlaySiteStats:
     refuel_refusals: int = 0
     casual_games: int = 0
     errors: int = 0
+    # Publications tried again because the broker did not answer (a pause, a restart).
+    publish_retries: int = 0
     last_refusal: str = ""
     terminations: Counter[str] = field(default_factory=Counter)
     finish_times: deque[float] = field(default_factory=lambda: deque(maxlen=100_000))
@@ -363,7 +370,13 @@ class PlaySite:
                 for request in slice_:
                     self._host_instant(request)
             else:
-                await asyncio.gather(*(self._instant_game(request) for request in slice_))
+                outcomes = await asyncio.gather(*(self._instant_game(request) for request in slice_),
+                                                return_exceptions=True)
+                for request, outcome in zip(slice_, outcomes, strict=True):
+                    # One game that could not be published must not stop every later result.
+                    if isinstance(outcome, Exception):
+                        self.stats.errors += 1
+                        log.error("instant game failed", extra={"game_id": request.game_id, "error": repr(outcome)})
 
     def _host_instant(self, request: ev.GameRequested) -> None:
         """An instant game whose result waits `instant_after_seconds`, hosted like a played game meanwhile."""
@@ -679,9 +692,19 @@ class PlaySite:
         topic = events.topic_of(event)
         event.meta.event_id = event_id  # type: ignore[attr-defined]
         events.stamp_meta(event, self.config.producer, self.time_source.now())
-        await self.broker.publish(
-            event.SerializeToString(), topic=topic.name, key=topic.key_of(event).encode(),
-            headers={"event-id": event_id, "event-type": type(event).__name__},
-        )
+        payload, key = event.SerializeToString(), topic.key_of(event).encode()
+        headers = {"event-id": event_id, "event-type": type(event).__name__}
+        # A real play site keeps a game's events until the broker takes them: a broker pause must
+        # not lose a game's result. The id is fixed, so a retry that was in fact delivered is a duplicate
+        # the services drop.
+        for attempt in range(PUBLISH_ATTEMPTS):
+            try:
+                await self.broker.publish(payload, topic=topic.name, key=key, headers=headers)
+                break
+            except (KafkaError, TimeoutError, OSError):
+                if attempt == PUBLISH_ATTEMPTS - 1:
+                    raise
+                self.stats.publish_retries += 1
+                await asyncio.sleep(min(PUBLISH_RETRY_SECONDS * 2 ** attempt, 5.0))
         self.metrics.events_published.labels(self.config.producer, topic.name).inc()
 
