@@ -22,8 +22,18 @@ Prints figures, asserts nothing (DESIGN: bench scripts never assert timings). On
    walks every running game of the arena, and the figure is far worse (seconds).
 Targets (issue 7): p99 <= 50 ms; the burst <= 200 ms.
 
+`--foreign-games N` measures instead what games that are not the arena's cost the service (the
+system benchmark's tournament games all flow through its consumers): N tournament GameStarted +
+GameFinished are produced while the service is stopped, then the real service process
+(`services.arena.main`) starts and the figures are its CPU (from /proc) per game and the games/s
+while it drains them; then its idle CPU; then, with `--foreign-rate R` (0: skip), its CPU while
+R such games per second arrive live for `--foreign-seconds` (small fetches, as in the system
+benchmark).
+
     .venv/bin/python tests/bench/bench_arena_service.py [--players 10000] [--rate 500] [--seconds 20]
         [--warmup 3] [--burst-runs 3] [--no-analyze]
+    .venv/bin/python tests/bench/bench_arena_service.py --foreign-games 20000 [--foreign-rate 1000]
+        [--foreign-seconds 15]
 """
 
 from __future__ import annotations
@@ -36,19 +46,22 @@ import statistics
 import tempfile
 import time
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
+from aiokafka import AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 
 from arbiter.contracts import arena_pb2 as ap
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
 from arbiter.devstack.infra import create_database, postgres_reachable
 from arbiter.devstack.stack import SystemStack
+from arbiter.kit import events
 from arbiter.kit.creators import ensure_creator_registry
 from arbiter.kit.events import timestamp
-from arbiter.kit.kafka import make_outbox_producer, outbox_publisher
+from arbiter.kit.kafka import ensure_topics, make_outbox_producer, outbox_publisher
 from arbiter.kit.outbox import OutboxRelay
 from arbiter.kit.runtime import connect
 from services.arena.hot import HotStore
@@ -261,6 +274,118 @@ async def run(args: argparse.Namespace, stack: SystemStack) -> None:
         await infra.close()
 
 
+def service_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far, from /proc (clock-tick resolution)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def foreign_game(number: int, at) -> tuple[ev.GameStarted, ev.GameFinished]:  # noqa: ANN001
+    """A tournament game's start and result, as the play site publishes them (none of the arena's business)."""
+    game_id = f"t_bench/{number}"
+    competition = cm.CompetitionRef(kind=cm.COMPETITION_KIND_TOURNAMENT, id="t_bench")
+    started = ev.GameStarted(game_id=game_id, white_id=f"w{number}", black_id=f"b{number}", started_at=at,
+                             competition=competition, variant="international")
+    started.meta.event_id = f"{game_id}/started"
+    finished = ev.GameFinished(
+        game_id=game_id, competition=competition, variant="international", white_id=f"w{number}",
+        black_id=f"b{number}", termination=cm.TERMINATION_RESIGNATION, rated=True, plies=40,
+        result=RESULTS[number % 3], finished_at=at, started_at=at,  # type: ignore[arg-type]
+    )
+    finished.meta.event_id = f"{game_id}/finished"
+    return started, finished
+
+
+async def send_foreign(producer: AIOKafkaProducer, first: int, count: int) -> None:
+    """Publish `count` foreign games from number `first`, waiting for every acknowledgement."""
+    at = timestamp(datetime.now(UTC))
+    sends = []
+    for number in range(first, first + count):
+        started, finished = foreign_game(number, at)
+        key = started.game_id.encode()
+        sends.append(await producer.send(events.GAME_STARTED.name, started.SerializeToString(), key=key))
+        sends.append(await producer.send(events.GAME_FINISHED.name, finished.SerializeToString(), key=key))
+    await asyncio.gather(*sends)
+
+
+async def committed(admin: AIOKafkaAdminClient, group: str, topic: str) -> int:
+    """Records of `topic` the consumer group has committed, over all partitions."""
+    partitions = [TopicPartition(topic, i) for i in range(ArenaSettings.model_fields["kafka_partitions"].default)]
+    offsets = await admin.list_consumer_group_offsets(group, partitions=partitions)
+    return sum(max(0, meta.offset) for meta in offsets.values())
+
+
+async def run_foreign(args: argparse.Namespace, stack: SystemStack) -> None:
+    """CPU per foreign game of the real arena service process: a backlog, idle, then a live feed."""
+    await ensure_topics(stack.kafka_bootstrap, ArenaSettings.model_fields["kafka_partitions"].default)
+    producer = AIOKafkaProducer(bootstrap_servers=stack.kafka_bootstrap, linger_ms=5, acks="all")
+    admin = AIOKafkaAdminClient(bootstrap_servers=stack.kafka_bootstrap)
+    await producer.start()
+    await admin.start()
+    group = stack.consumer_group("arena")
+    topic = events.GAME_FINISHED.name
+    try:
+        began = time.perf_counter()
+        await send_foreign(producer, 0, args.foreign_games)
+        print(f"foreign: {args.foreign_games} tournament GameStarted + GameFinished produced in"
+              f" {time.perf_counter() - began:.1f} s, service stopped")
+        stack.start_services(["arena"])
+        pid = stack.services["arena"].process.pid  # type: ignore[union-attr]
+        first: tuple[float, float, int] | None = None
+        last = (time.perf_counter(), service_cpu_seconds(pid), 0)
+        deadline = time.perf_counter() + 300
+        while time.perf_counter() < deadline:
+            done = await committed(admin, group, topic)
+            sample = (time.perf_counter(), service_cpu_seconds(pid), done)
+            if first is None and done > 0:
+                first = sample
+            last = sample
+            if done >= args.foreign_games:
+                break
+            await asyncio.sleep(0.05)
+        # The consumers start before gRPC serves: the drain is sampled from the process start.
+        start_wait = await asyncio.to_thread(stack.wait_serving, 60.0, ["arena"])
+        print(f"foreign: service (pid {pid}) serving after {start_wait:.1f} s", flush=True)
+        if first is None or last[2] <= first[2]:
+            print(f"foreign: the service committed {last[2]} of {args.foreign_games} GameFinished; no figure")
+            return
+        games = last[2] - first[2]
+        seconds, cpu = last[0] - first[0], last[1] - first[1]
+        print(f"foreign backlog: {games} GameFinished (after the first committed batch) in {seconds:.2f} s ="
+              f" {games / seconds:.0f} games/s; service CPU {cpu:.2f} s = {cpu / games * 1e6:.1f} us per game")
+        await asyncio.sleep(2)
+        idle_from = (time.perf_counter(), service_cpu_seconds(pid))
+        await asyncio.sleep(args.idle_seconds)
+        idle = (service_cpu_seconds(pid) - idle_from[1]) / (time.perf_counter() - idle_from[0])
+        print(f"foreign idle: service CPU {idle * 1000:.1f} ms/s ({idle * 100:.2f}% of a core) over"
+              f" {args.idle_seconds:.0f} s with nothing to consume")
+        if args.foreign_rate > 0:
+            total = int(args.foreign_rate * args.foreign_seconds)
+            tick = 0.01
+            sent = 0
+            begin = time.perf_counter()
+            cpu_begin = service_cpu_seconds(pid)
+            while sent < total:
+                due = min(total, int((time.perf_counter() - begin) * args.foreign_rate))
+                if due > sent:
+                    await send_foreign(producer, args.foreign_games + sent, due - sent)
+                    sent = due
+                await asyncio.sleep(tick)
+            target = args.foreign_games + total
+            settle = time.perf_counter() + 30
+            while await committed(admin, group, topic) < target and time.perf_counter() < settle:
+                await asyncio.sleep(0.05)
+            seconds = time.perf_counter() - begin
+            cpu = service_cpu_seconds(pid) - cpu_begin
+            net = cpu - idle * seconds
+            print(f"foreign live: {total} games at {total / seconds:.0f} games/s over {seconds:.1f} s; service CPU"
+                  f" {cpu:.2f} s = {cpu / seconds * 100:.1f}% of a core = {cpu / total * 1e6:.1f} us per game"
+                  f" ({net / total * 1e6:.1f} us net of idle)")
+    finally:
+        await admin.close()
+        await producer.stop()
+
+
 def main() -> None:
     """Start the infrastructure, run the benchmark, print the figures, stop everything."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -273,6 +398,13 @@ def main() -> None:
     parser.add_argument("--no-analyze", action="store_true", help="no planner statistics (a young database)")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--verbose", action="store_true", help="print progress every second")
+    parser.add_argument("--foreign-games", type=int, default=0,
+                        help="measure only the cost of N non-arena games to the service process (see above)")
+    parser.add_argument("--foreign-rate", type=float, default=1000.0, help="foreign games/s of the live feed")
+    parser.add_argument("--foreign-seconds", type=float, default=15.0, help="length of the live feed")
+    parser.add_argument("--fetch-wait-ms", type=int, default=20,
+                        help="KAFKA_FETCH_MAX_WAIT_MS of the service in --foreign-games (`arbiter bench` uses 20)")
+    parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle CPU measured over this long")
     args = parser.parse_args()
 
     environ = dict(os.environ)
@@ -280,11 +412,14 @@ def main() -> None:
     database = f"arbiter_bench_{uuid.uuid4().hex[:8]}"
     if server:
         environ["DATABASE_URL"] = asyncio.run(create_database(server, database))
+    # The system benchmark's fetch wait (tansu answers a fetch only when it ends): it sets how often
+    # an idle consumer polls, so what foreign games and idleness cost depends on it.
+    extra_env = {"KAFKA_FETCH_MAX_WAIT_MS": str(args.fetch_wait_ms)} if args.foreign_games else {}
     with tempfile.TemporaryDirectory(prefix="bench-arena-") as state, SystemStack(
-        Path(state), free_ports=True, environ=environ, say=lambda line: print("  " + line),
+        Path(state), free_ports=True, environ=environ, say=lambda line: print("  " + line), extra_env=extra_env,
     ) as stack:
         stack.start_infrastructure()
-        asyncio.run(run(args, stack))
+        asyncio.run(run_foreign(args, stack) if args.foreign_games else run(args, stack))
     if server:
         asyncio.run(_drop(server, database))
 
