@@ -60,6 +60,8 @@ class FlagPoller:
         self.lease_ms = int(settings.flag_lease_seconds * time_source.scale * 1000)
         self.gauge_every = settings.live_gauge_seconds
         self._gauge_at = 0.0
+        self._nearest: int | None = None
+        self._nearest_fresh = False
 
     def now_ms(self) -> int:
         """Competition time now, in ms."""
@@ -83,7 +85,10 @@ class FlagPoller:
                 pass
 
     async def _pause(self) -> float:
-        earliest = await self.live.earliest_deadline()
+        # A poll that claimed nothing changed nothing: the nearest deadline its claim saw stands
+        # (one round trip per idle poll instead of two). One set later is caught by the next poll.
+        earliest = self._nearest if self._nearest_fresh else await self.live.earliest_deadline()
+        self._nearest_fresh = False
         if earliest is None:
             return self.max_sleep
         wait = self.time_source.real_seconds((earliest - self.now_ms()) / 1000)
@@ -98,8 +103,9 @@ class FlagPoller:
     async def fire_due(self) -> int:
         """Claim the games due now, decide and publish; return how many were claimed."""
         now = self.now_ms()
-        claimed = await self.live.claim_due(now, now + self.lease_ms, self.batch_size)
+        claimed, self._nearest = await self.live.claim(now, now + self.lease_ms, self.batch_size)
         if not claimed:
+            self._nearest_fresh = True
             return 0
         records = await self.live.load_many(claimed)
         missing = [game_id for game_id, record in records.items() if record is None]

@@ -72,8 +72,9 @@ class ClockHandlers:
     async def change_many(self, items: Sequence[tuple[str, Mutation, Kind]]) -> list[str]:
         """Apply each (game, mutation, clock kind if known) in order, wherever each game is kept.
 
-        Live games: one Redis read and one compare-and-set write per game for the whole batch
-        (a lost race reloads that game and applies its mutations again). Triple Block games:
+        Live games: one Redis read (none for games this process saved last) and one
+        compare-and-set write for the whole batch (a lost race reloads that game and applies its
+        mutations again). Triple Block games:
         one row-locked transaction per event. The states of moves applied (early moves at a
         start) are published. Returns each item's outcome.
         """
@@ -84,9 +85,13 @@ class ClockHandlers:
         states: list[ev.ClockState] = []
         correspondence: list[str] = []
         pending = list(by_game)
-        for _ in range(MAX_ATTEMPTS):
+        for attempt in range(MAX_ATTEMPTS):
             now = self.now_ms()
-            records = await self.live.load_many(pending)
+            # The games this process saved last are taken as it saved them, with no read: every
+            # game here is saved, and the compare-and-set checks that none changed meanwhile.
+            cached = self.live.take_known(pending) if attempt == 0 else {}
+            records = await self.live.load_many([game_id for game_id in pending if game_id not in cached])
+            records.update(cached)
             unknown = [g for g, r in records.items()
                        if r is None and all(items[i][2] is Kind.UNKNOWN for i in by_game[g])]
             stored_elsewhere = await self.correspondence.known(unknown) if unknown else set()
@@ -186,8 +191,8 @@ class ClockHandlers:
         return "handled" if {"applied", "parked"} & set(outcomes) else "ignored"
 
     def _count(self, kind: str, outcomes: list[str]) -> None:
-        for outcome in outcomes:
-            self.metrics.count(kind, outcome)
+        for outcome, n in Counter(outcomes).items():
+            self.metrics.count(kind, outcome, n)
 
     # -- moves, in batches -----------------------------------------------------------------------
 

@@ -48,6 +48,6 @@ class ClockMetrics:
         for outcome, n in outcomes.items():
             self.moves.labels(service, outcome).inc(n)
 
-    def count(self, kind: str, outcome: str) -> None:
-        """Count one presence, boost or life-cycle event."""
-        self.events.labels(self.base.service, kind, outcome).inc()
+    def count(self, kind: str, outcome: str, n: int = 1) -> None:
+        """Count `n` presence, boost or life-cycle events of one outcome."""
+        self.events.labels(self.base.service, kind, outcome).inc(n)

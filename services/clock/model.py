@@ -104,8 +104,9 @@ class GameMeta:
 
     def to_json(self) -> str:
         """The stored form."""
-        data = {k: v for k, v in vars(self).items() if v != getattr(_EMPTY_META, k)}
-        return json.dumps(data, separators=(",", ":"))
+        defaults = _META_DEFAULTS
+        # The module's encoder: json.dumps with separators builds a new encoder per call.
+        return _JSON.encode({k: v for k, v in vars(self).items() if v != defaults[k]})
 
     @classmethod
     def from_json(cls, raw: str | bytes) -> GameMeta:
@@ -119,6 +120,7 @@ class GameMeta:
 
 
 _EMPTY_META = GameMeta()
+_META_DEFAULTS = dict(vars(_EMPTY_META))
 _STATUSES = {status.value: status for status in Status}
 _STATUS_TEXT = {status: status.value for status in Status}
 # Members as module names: reading one through its enum class costs ~0.1 us, and the move path

@@ -15,6 +15,8 @@ from services.clock.model import GameMeta, GameRecord, Kind, SidePresence, Statu
 
 
 _NOT_STARTED = frozenset((Status.NEW, Status.REQUESTED, Status.WAITING))
+# What a record knows before any GameRequested or GameStarted.
+_BLANK_META = GameMeta()
 # A module name: reading a member through its enum class costs ~0.1 us, on every move.
 _RUNNING = Status.RUNNING
 
@@ -30,6 +32,24 @@ class AppliedMove:
 def merge_meta(record: GameRecord, incoming: GameMeta) -> None:
     """Fill what the record does not know yet from GameRequested or GameStarted."""
     current = record.meta
+    if (incoming.variant and incoming.kind is not Kind.UNKNOWN and (
+            incoming.requested or not (incoming.rated or incoming.boost_allowed)) and current == _BLANK_META):
+        # A first event with a variant and a time control: the rules of `_merge_fields` would copy
+        # every field of it, so it is taken whole (no copy built field by field, once per game).
+        record.meta = incoming
+    else:
+        _merge_fields(record, current, incoming)
+    for player_id in list(record.unplaced):
+        side = record.meta.side_of(player_id)
+        if side is not None:
+            early = record.unplaced.pop(player_id)
+            presence = record.presence[side]
+            presence.seen = presence.seen or early.seen
+            if early.offline_since_ms is not None:
+                presence.offline_since_ms = early.offline_since_ms
+
+
+def _merge_fields(record: GameRecord, current: GameMeta, incoming: GameMeta) -> None:
     changes: dict[str, object] = {}
     for name in ("white_id", "black_id", "variant", "competition_id"):
         if not getattr(current, name) and getattr(incoming, name):
@@ -53,14 +73,6 @@ def merge_meta(record: GameRecord, incoming: GameMeta) -> None:
         )
     if changes:
         with_meta(record, **changes)
-    for player_id in list(record.unplaced):
-        side = record.meta.side_of(player_id)
-        if side is not None:
-            early = record.unplaced.pop(player_id)
-            presence = record.presence[side]
-            presence.seen = presence.seen or early.seen
-            if early.offline_since_ms is not None:
-                presence.offline_since_ms = early.offline_since_ms
 
 
 def on_requested(record: GameRecord, meta: GameMeta, now_ms: int) -> list[AppliedMove]:

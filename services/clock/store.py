@@ -4,9 +4,10 @@ Every write of a game is a compare-and-set on the version at the head of its str
 script), so the move consumer, the presence and boost consumers, the flag poller and gRPC
 calls (possibly in different replicas) never overwrite each other: the loser of a race reloads
 and retries. The same script keeps the game's next deadline in `<prefix>:deadlines` (score =
-competition ms), so the record and its deadline never disagree. A batch of moves writes its
-games with one script call, and reads only those this process did not save last (`take_known`:
-the compare-and-set of the write checks the others).
+competition ms), so the record and its deadline never disagree. A batch of moves or of game
+events writes its games with one script call, and reads (with their parked moves, one script
+call) only those this process did not save last (`take_known`: the compare-and-set of the write
+checks the others).
 
 Flag claims: `claim_due` moves due games from `deadlines` to `inflight` with a lease in one
 script, so of two replicas exactly one takes a game; a replica killed before saving the flag
@@ -73,13 +74,22 @@ return out
 # The batch path of the two scripts above, for games without parked moves: one joined payload in
 # and one joined reply out, because redis-py parses every reply item in Python (~7 us each).
 # Keys are derived from ARGV[1] (key prefix): this assumes one Redis, as the rest of the service.
-# ARGV: key prefix, then ids joined by GS. Returns the values joined by GS ('' when missing).
+# ARGV: key prefix, ids joined by GS, early-move key prefix. Returns the values joined by GS ('' when
+# missing), then for each game with parked moves its 1-based position and its hash (HGETALL): a
+# game not started yet needs both, and a second round trip for the hashes cost as much as the read.
 _LOAD_JOINED = """
 local out = {}
+local reply = {''}
 for id in string.gmatch(ARGV[2], '[^\\29]+') do
   out[#out + 1] = redis.call('GET', ARGV[1] .. id) or ''
+  local moves = redis.call('HGETALL', ARGV[3] .. id)
+  if #moves > 0 then
+    reply[#reply + 1] = #out
+    reply[#reply + 1] = moves
+  end
 end
-return table.concat(out, '\\29')
+reply[1] = table.concat(out, '\\29')
+return reply
 """
 
 # KEYS: deadlines. ARGV: key prefix, then per game "expected|deadline|ttl|member" FS body, joined
@@ -122,10 +132,11 @@ if ARGV[3] == '' then redis.call('ZREM', KEYS[2], ARGV[2]) else redis.call('ZADD
 return 1
 """
 
-# KEYS: deadlines, inflight. ARGV: now, lease until, limit. Returns due members, then
-# members whose lease ran out (their replica died before saving the flag).
+# KEYS: deadlines, inflight. ARGV: now, lease until, limit. Returns the nearest deadline left
+# ('' when none: the poller sleeps until it without another round trip), then due members,
+# then members whose lease ran out (their replica died before saving the flag).
 _CLAIM = """
-local out = {}
+local out = {''}
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
 for _, member in ipairs(due) do
   redis.call('ZREM', KEYS[1], member)
@@ -137,6 +148,8 @@ for _, member in ipairs(expired) do
   redis.call('ZADD', KEYS[2], ARGV[2], member)
   out[#out + 1] = member
 end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if first[2] then out[1] = first[2] end
 return out
 """
 
@@ -180,11 +193,13 @@ class LiveStore:
         ids = list(game_ids)
         if not ids:
             return {}
+        parked: dict[int, list[bytes]] | None = None
         if not all(game_id.isprintable() for game_id in ids):
             values = await self.redis.mget([self.key(game_id) for game_id in ids])
         else:
-            joined = await self._load_joined(args=[f"{self.prefix}:g:", _GS.join(ids)])
-            values = [value or None for value in joined.split(_GS_BYTES)]
+            reply = await self._load_joined(args=[f"{self.prefix}:g:", _GS.join(ids), f"{self.prefix}:e:"])
+            values = [value or None for value in reply[0].split(_GS_BYTES)]
+            parked = {int(reply[i]) - 1: reply[i + 1] for i in range(1, len(reply), 2)}
         records: dict[str, GameRecord | None] = {}
         for game_id, value in zip(ids, values):
             if value is None:
@@ -197,13 +212,20 @@ class LiveStore:
                 records[game_id] = known[2]
             else:
                 records[game_id] = decode_value(game_id, value, self.metas)
+        if parked is not None:
+            for index, game_id in enumerate(ids):
+                record = records[game_id]
+                if record is not None and record.status in _NOT_STARTED:
+                    flat = parked.get(index, ())
+                    record.early_moves = {int(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
+            return records
         waiting = [r for r in records.values() if r is not None and r.status in _NOT_STARTED]
         if waiting:
             async with self.redis.pipeline(transaction=False) as pipe:
                 for record in waiting:
                     pipe.hgetall(self.early_key(record.game_id))
-                parked = await pipe.execute()
-            for record, moves in zip(waiting, parked):
+                hashes = await pipe.execute()
+            for record, moves in zip(waiting, hashes):
                 record.early_moves = {int(ply): move for ply, move in moves.items()}
         return records
 
@@ -291,9 +313,13 @@ class LiveStore:
             record.version = version = str(int(record.version or 0) + 1)
             if record.consumed_early:
                 record.consumed_early.clear()
-            if remember and record.meta.kind is not _TRIPLE_BLOCK and record.status not in _NOT_STARTED:
+            if remember and record.meta.kind is not _TRIPLE_BLOCK and (
+                    record.status not in _NOT_STARTED or not record.early_moves):
                 # Only this process's copies are trusted, and only while the stored text is the
-                # same byte for byte (a Triple Block copy's row version is not known here).
+                # same byte for byte (a Triple Block copy's row version is not known here). A
+                # game not started yet is kept only without parked moves: they live in a hash
+                # of their own, which the copy would not follow (their expiry); parking one
+                # moves the version on, so a copy without any is checked by the compare-and-set.
                 known[record.game_id] = (version, body, record)
             else:
                 known.pop(record.game_id, None)
@@ -321,8 +347,13 @@ class LiveStore:
 
     async def claim_due(self, now_ms: int, lease_until_ms: int, limit: int) -> list[str]:
         """Take the games due at `now_ms` (and those whose lease expired); only one caller gets each."""
-        members = await self._claim(keys=[self.deadlines, self.inflight], args=[now_ms, lease_until_ms, limit])
-        return list(dict.fromkeys(m.decode() for m in members))
+        return (await self.claim(now_ms, lease_until_ms, limit))[0]
+
+    async def claim(self, now_ms: int, lease_until_ms: int, limit: int) -> tuple[list[str], int | None]:
+        """`claim_due`, and the nearest deadline left once they are taken (ms; None when no clock runs)."""
+        reply = await self._claim(keys=[self.deadlines, self.inflight], args=[now_ms, lease_until_ms, limit])
+        nearest = int(float(reply[0])) if reply[0] else None
+        return list(dict.fromkeys(m.decode() for m in reply[1:])), nearest
 
     async def release(self, game_ids: Sequence[str]) -> None:
         """Drop claims on games handled or not due after all (a move or a return came in time)."""

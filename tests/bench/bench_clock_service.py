@@ -1,6 +1,7 @@
-"""Clock service: move events/s through Kafka, and flag latency with 10,000 live clocks (issue 6).
+"""Clock service: move events/s through Kafka, game life cycles/s, and flag latency with 10,000 live clocks.
 
 Run: .venv/bin/python tests/bench/bench_clock_service.py [--games 10000] [--moves 200000] [--clocks 10000]
+     [--lifecycle-games 20000] [--skip-throughput] [--skip-lifecycle] [--skip-flags]
 
 Starts the infrastructure (KAFKA_BOOTSTRAP_SERVERS / REDIS_URL / DATABASE_URL when set, else
 embedded tansu, redis-server and PostgreSQL) and the clock service as a real process, then:
@@ -12,7 +13,14 @@ embedded tansu, redis-server and PostgreSQL) and the clock service as a real pro
    (start-up and group join excluded; the service's counter is sampled 4 times a second and the
    crossings interpolated); the service's CPU per move is printed too, since the machine may be
    shared. Target: >= 20,000 moves/s; the ratio to raw consume is printed.
-2. flag latency: `--clocks` live clocks whose deadlines fall over `--window` seconds; latency is
+2. life cycle: `--lifecycle-games` tournament games, each a GameRequested (as the pairing service
+   publishes it), a GameStarted and a GameFinished (as the simulator's instant games publish
+   them: no moves), are produced while the service is stopped; the service is then started and
+   the rate of games (three events each) and its CPU per game are printed, between 10% and 90%
+   of the events as above. Then the same number of games is produced at `--lifecycle-rate`
+   games/s (default 1,000, as the system benchmark) while the service runs, and its CPU per
+   game is printed: small batches, so per-batch costs count as they do live.
+3. flag latency: `--clocks` live clocks whose deadlines fall over `--window` seconds; latency is
    from each deadline to the ClockFlagged record arriving at a consumer (target p99 <= 100 ms),
    and the service's own histogram (deadline -> flag saved for publishing).
 Prints figures; asserts nothing.
@@ -23,7 +31,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -359,12 +370,203 @@ async def flag_latency(stack: SystemStack, redis: aioredis.Redis, prefix: str, c
               f"p99 <= {p99 * 1000:.1f} ms")
 
 
+def lifecycle_events(game_ids: list[str], tournament: str) -> tuple[list, list, list]:  # type: ignore[type-arg]
+    """GameRequested, GameStarted and GameFinished of instant tournament games, with the fields real ones carry."""
+    opening = common.Opening(variant="international", mode=common.OPENING_MODE_FREE,
+                             fen="W:W31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50"
+                                 ":B1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20")
+    control = common.TimeControl(fischer=common.FischerControl(base_seconds=180, increment_seconds=2))
+    ref = common.CompetitionRef(kind=common.COMPETITION_KIND_TOURNAMENT, id=tournament, round=3)
+    now = datetime.now(UTC)
+    requested, started, finished = [], [], []
+    for n, game_id in enumerate(game_ids):
+        white, black = f"player-{2 * n}", f"player-{2 * n + 1}"
+        request = ev.GameRequested(
+            game_id=game_id, competition=ref, variant="international", white_id=white, black_id=black,
+            time_control=control, speed=common.SPEED_BLITZ, rated=True, opening=opening, game_in_pairing=1,
+            requested_at=events.timestamp(now),
+        )
+        request.meta.event_id = f"{game_id}/requested"
+        events.stamp_meta(request, "pairing", now)
+        requested.append(request)
+        start = ev.GameStarted(
+            game_id=game_id, white_id=white, black_id=black, started_at=events.timestamp(now), competition=ref,
+            variant="international", time_control=control, start_fen=opening.fen,
+        )
+        start.meta.event_id = f"{game_id}/started"
+        events.stamp_meta(start, "playsite", now)
+        started.append(start)
+        done = ev.GameFinished(
+            game_id=game_id, competition=ref, variant="international", speed=common.SPEED_BLITZ, white_id=white,
+            black_id=black, result=common.GAME_RESULT_DRAW, termination=common.TERMINATION_DRAW_AGREED,
+            white_sat=True, black_sat=True, rated=True, plies=2, finished_at=events.timestamp(now),
+            started_at=events.timestamp(now),
+        )
+        done.meta.event_id = f"{game_id}/finished"
+        events.stamp_meta(done, "playsite", now)
+        finished.append(done)
+    return requested, started, finished
+
+
+async def lifecycle(stack: SystemStack, redis: aioredis.Redis, prefix: str, games: int, profile: str = "") -> None:
+    """Game life cycles (requested, started, finished; no moves) through the real service."""
+    bootstrap = stack.kafka_bootstrap
+    service = stack.services["clock"]
+    url = service.metrics_url
+    kinds = ("requested", "started", "finished")
+    before = sum(metric_sum(url, "arbiter_clock_events_total", kind=kind) for kind in kinds)
+    process = service.process
+    assert process is not None
+    process.stop()  # the events pile up while the service is down
+    tag = uuid.uuid4().hex[:6]
+    ids = [f"life-{tag}-{n}" for n in range(games)]
+    requested, started, finished = lifecycle_events(ids, f"tournament-{tag}")
+    producer = Producer(bootstrap)
+    await producer.start()
+    began = time.perf_counter()
+    # In slices, in the order the system publishes them: a slice's games are requested, then
+    # started, then finished (across topics the consumer still sees them in any order).
+    step = 2_000
+    for first in range(0, games, step):
+        await producer.send(events.GAME_REQUESTED.name, requested[first:first + step])
+        await producer.send(events.GAME_STARTED.name, started[first:first + step])
+        await producer.send(events.GAME_FINISHED.name, finished[first:first + step])
+    produce_s = time.perf_counter() - began
+    await producer.stop()
+    total = 3 * games
+    print(f"produced {games:,} games' GameRequested + GameStarted + GameFinished in {produce_s:.1f} s")
+
+    stack.start_service("clock")
+    cpu = psutil.Process(service.process.pid)  # type: ignore[union-attr]
+    spy = None
+    if profile:
+        spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--nonblocking", "-r", "200",
+                                "-f", "raw", "-o", profile, "-p", str(cpu.pid)], stdout=subprocess.DEVNULL)
+    points: list[tuple[float, float]] = []
+    cpu_points: list[float] = []
+    clock_started = time.perf_counter()
+    while True:
+        try:
+            # The counters restart with the process: every event counted now is one of these.
+            count = sum(metric_sum(url, "arbiter_clock_events_total", kind=kind) for kind in kinds)
+        except OSError:
+            count = 0.0
+        points.append((time.perf_counter(), count))
+        times = cpu.cpu_times()
+        cpu_points.append(times.user + times.system)
+        if count >= total:
+            break
+        if time.perf_counter() - clock_started > 300:
+            raise TimeoutError(f"the service did not process the life cycles in 5 minutes ({count:,.0f} of {total:,})")
+        await asyncio.sleep(0.25)
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=60)
+    if os.environ.get("BENCH_DEBUG"):
+        print(list(zip(points, cpu_points)))
+    rate = _rate_between(points, 0.1 * total, 0.9 * total) / 3
+    low = next(i for i, (_, c) in enumerate(points) if c >= 0.1 * total)
+    high = next(i for i, (_, c) in enumerate(points) if c >= 0.9 * total)
+    cpu_per_game = 3 * (cpu_points[high] - cpu_points[low]) / max(1.0, points[high][1] - points[low][1])
+    load = os.getloadavg()[0]
+    first = next(t for t, c in points if c > 0)
+    outcomes = {kind: {} for kind in kinds}  # type: ignore[var-annotated]
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "arbiter_clock_events_total" and sample.labels.get("kind") in outcomes:
+                outcomes[sample.labels["kind"]][sample.labels["outcome"]] = int(sample.value)
+    print(f"clock service (game life cycles: requested, started, finished; no moves): {rate:>9,.0f} games/s "
+          f"(10%..90%); all {games:,} in {points[-1][0] - first:.1f} s after the first"
+          + ("" if before == 0 else f" ({before:,.0f} events counted before the restart)"))
+    print(f"  outcomes: {outcomes}")
+    print(f"  service CPU {cpu_per_game * 1e6:.1f} us per game (one process: {1 / cpu_per_game:,.0f} games/s "
+          "per core); "
+          f"machine load average {load:.1f} on {os.cpu_count()} cores")
+    await wait_for(lambda: _live_at_most(redis, prefix, 0), 120, "life-cycle games over")
+
+
+async def paced_lifecycle(stack: SystemStack, redis: aioredis.Redis, prefix: str, games: int, rate: float,
+                          profile: str = "") -> None:
+    """Game life cycles produced at `rate` games/s while the service runs, as the system benchmark feeds it.
+
+    The service then sees small batches (what arrived since its last fetch), so what it pays per
+    batch (round trips, queries) counts as it does live; the backlog part hides it.
+    """
+    bootstrap = stack.kafka_bootstrap
+    service = stack.services["clock"]
+    url = service.metrics_url
+    kinds = ("requested", "started", "finished")
+    before = sum(metric_sum(url, "arbiter_clock_events_total", kind=kind) for kind in kinds)
+    lifecycle_topics = (events.GAME_REQUESTED.name, events.GAME_STARTED.name, events.GAME_FINISHED.name)
+    calls_before = sum(metric_sum(url, "arbiter_event_handler_seconds_count", topic=t) for t in lifecycle_topics)
+    tag = uuid.uuid4().hex[:6]
+    ids = [f"paced-{tag}-{n}" for n in range(games)]
+    requested, started, finished = lifecycle_events(ids, f"tournament-{tag}")
+    producer = Producer(bootstrap)
+    await producer.start()
+    cpu = psutil.Process(service.process.pid)  # type: ignore[union-attr]
+    # What the idle service burns anyway (fetch loops, flag poller), to read the figure below against.
+    times = cpu.cpu_times()
+    idle_began, idle_cpu = time.perf_counter(), times.user + times.system
+    await asyncio.sleep(3.0)
+    times = cpu.cpu_times()
+    idle = (times.user + times.system - idle_cpu) / (time.perf_counter() - idle_began)
+    spy = None
+    if profile:
+        spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--nonblocking", "-r", "200",
+                                "-f", "raw", "-o", f"{profile}.paced", "-p", str(cpu.pid)], stdout=subprocess.DEVNULL)
+    tick = 0.02
+    per_tick = max(1, round(rate * tick))
+    times = cpu.cpu_times()
+    cpu_before = times.user + times.system
+    began = time.perf_counter()
+    for n, first in enumerate(range(0, games, per_tick)):
+        await producer.send(events.GAME_REQUESTED.name, requested[first:first + per_tick])
+        # The play site starts and finishes (instantly) the games requested one tick earlier.
+        if first >= per_tick:
+            await producer.send(events.GAME_STARTED.name, started[first - per_tick:first])
+            await producer.send(events.GAME_FINISHED.name, finished[first - per_tick:first])
+        await asyncio.sleep(max(0.0, began + (n + 1) * tick - time.perf_counter()))
+    last = (games - 1) // per_tick * per_tick
+    await producer.send(events.GAME_STARTED.name, started[last:])
+    await producer.send(events.GAME_FINISHED.name, finished[last:])
+    produce_s = time.perf_counter() - began
+    await producer.stop()
+    total = before + 3 * games
+
+    async def done() -> bool:
+        return sum(metric_sum(url, "arbiter_clock_events_total", kind=kind) for kind in kinds) >= total
+
+    await wait_for(done, 120, "paced life cycles handled")
+    elapsed = time.perf_counter() - began
+    times = cpu.cpu_times()
+    used = times.user + times.system - cpu_before
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=60)
+    load = os.getloadavg()[0]
+    print(f"clock service, {games:,} life cycles produced at {games / produce_s:,.0f} games/s (as they come live): "
+          f"all handled {elapsed - produce_s:.2f} s after the last was produced")
+    calls = sum(metric_sum(url, "arbiter_event_handler_seconds_count", topic=t) for t in lifecycle_topics)
+    calls -= calls_before
+    print(f"  {calls:,.0f} handler calls, {3 * games / max(1.0, calls):.1f} events each")
+    print(f"  service CPU {used / games * 1e6:.1f} us per game ({used / elapsed * 100:.0f}% of a core; idle it uses "
+          f"{idle * 100:.1f}%, i.e. {(used - idle * elapsed) / games * 1e6:.1f} us per game above idle); "
+          f"machine load average {load:.1f} on {os.cpu_count()} cores")
+    await wait_for(lambda: _live_at_most(redis, prefix, 0), 120, "paced games over")
+
+
 async def measure(stack: SystemStack, prefix: str, args: argparse.Namespace) -> None:
-    """Both measurements on one running stack."""
+    """The measurements on one running stack."""
     redis = aioredis.from_url(stack.redis_url)
     try:
         if not args.skip_throughput:
             await throughput(stack, redis, prefix, args.games, args.moves)
+        if not args.skip_lifecycle:
+            await lifecycle(stack, redis, prefix, args.lifecycle_games, args.profile)
+            if args.lifecycle_rate > 0:
+                await paced_lifecycle(stack, redis, prefix, args.lifecycle_games, args.lifecycle_rate, args.profile)
         if not args.skip_flags:
             await flag_latency(stack, redis, prefix, args.clocks, args.window, args.lead)
     finally:
@@ -381,7 +583,13 @@ def main() -> None:
     # After the throughput part the service still works through its backlog: 30 s were too few
     # for all 10,000 clocks to be running at the first deadline on a loaded machine.
     parser.add_argument("--lead", type=float, default=60.0, help="seconds from loading to the first deadline")
+    parser.add_argument("--lifecycle-games", type=int, default=20_000)
+    parser.add_argument("--lifecycle-rate", type=float, default=1_000.0,
+                        help="games/s of the paced life-cycle part (0: skip it)")
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--skip-lifecycle", action="store_true")
+    parser.add_argument("--profile", default="", metavar="FILE",
+                        help="py-spy samples of the service during the life-cycle part (folded stacks)")
     parser.add_argument("--skip-flags", action="store_true")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for the clock service, e.g. --env MOVE_BATCH_SIZE=2000")

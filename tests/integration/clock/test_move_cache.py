@@ -107,3 +107,34 @@ async def test_moves_land_once_whatever_the_other_replica_did_meanwhile(replicas
     assert await b.on_moves([move(game, 2, t0 + timedelta(seconds=2))]) == "ignored"
     again = await a.live.load(game)
     assert again is not None and again.ply == 3 and again.clock == record.clock
+
+
+def requested(game_id: str) -> ev.GameRequested:
+    event = ev.GameRequested(game_id=game_id, white_id=f"{game_id}-w", black_id=f"{game_id}-b",
+                             variant="international", rated=True)
+    event.time_control.fischer.base_seconds = 600
+    return event
+
+
+async def test_a_waiting_game_copy_misses_no_move_parked_elsewhere(replicas) -> None:  # type: ignore[no-untyped-def]
+    a, b = replicas
+    game = f"cache-{uuid.uuid4().hex[:8]}"
+    t0 = datetime.now(UTC) - timedelta(seconds=30)
+    await a.on_requested([requested(game)])  # a keeps its copy of the waiting game (no parked move)
+    # b parks white's first move: a's copy knows nothing of it, and its start must still apply it.
+    await b.on_moves([move(game, 1, t0 + timedelta(seconds=1))])
+    await a.on_started([started(game, t0)])
+    record = await b.live.load(game)
+    assert record is not None and record.ply == 1 and record.clock is not None
+    assert record.clock.white.moves == 1 and not record.early_moves
+    assert not await b.live.redis.exists(b.live.early_key(game)), "the parked move was consumed"
+
+    # The same replica parking then starting: the parked move comes back with the read.
+    other = f"cache-{uuid.uuid4().hex[:8]}"
+    await a.on_requested([requested(other)])
+    await a.on_moves([move(other, 1, t0 + timedelta(seconds=1))])
+    await a.on_started([started(other, t0)])
+    assert await a.on_finished([ev.GameFinished(game_id=other)]) == "handled"
+    record = await b.live.load(other)
+    assert record is not None and record.ply == 1 and record.clock is not None and record.clock.white.moves == 1
+    assert record.status.value == "over"
