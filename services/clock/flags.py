@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 
 import asyncpg
 from redis.exceptions import RedisError
 
 from arbiter.clocks import Verdict
+from arbiter.kit.contact import BrokerContact
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
 from services.clock.handlers import MAX_ATTEMPTS
@@ -47,8 +49,10 @@ class FlagPoller:
     def __init__(
         self, live: LiveStore, correspondence: CorrespondenceStore, pool: asyncpg.Pool, outbox: Outbox,
         time_source: TimeSource, metrics: ClockMetrics, settings: ClockSettings,
+        contact: BrokerContact | None = None,
     ) -> None:
         self.live = live
+        self.contact = contact
         self.correspondence = correspondence
         self.pool = pool
         self.outbox = outbox
@@ -84,7 +88,25 @@ class FlagPoller:
             except TimeoutError:
                 pass
 
+    def cutoff_ms(self, now_ms: int) -> int:
+        """Deadlines up to this instant may be decided: none that fell due while moves may be missing.
+
+        A flag is a verdict on silence. While the broker is unreachable (and for the grace after,
+        while the outage's backlog is read) the play site's moves may be on their way with their
+        own times, so deadlines since the last contact wait (BrokerContact); then the verdict is
+        taken on the complete record.
+        """
+        since = self.contact.missing_since() if self.contact is not None else None
+        if since is None:
+            return now_ms
+        if since == -math.inf:
+            return -1  # just started: nothing is decided before the backlog is read
+        held_real_seconds = time.monotonic() - since
+        return now_ms - int(held_real_seconds * self.time_source.scale * 1000)
+
     async def _pause(self) -> float:
+        if self.contact is not None and self.contact.missing_since() is not None:
+            return self.max_sleep  # deadlines are held back: waking at the nearest one would spin
         # A poll that claimed nothing changed nothing: the nearest deadline its claim saw stands
         # (one round trip per idle poll instead of two). One set later is caught by the next poll.
         earliest = self._nearest if self._nearest_fresh else await self.live.earliest_deadline()
@@ -103,7 +125,7 @@ class FlagPoller:
     async def fire_due(self) -> int:
         """Claim the games due now, decide and publish; return how many were claimed."""
         now = self.now_ms()
-        claimed, self._nearest = await self.live.claim(now, now + self.lease_ms, self.batch_size)
+        claimed, self._nearest = await self.live.claim(self.cutoff_ms(now), now + self.lease_ms, self.batch_size)
         if not claimed:
             self._nearest_fresh = True
             return 0

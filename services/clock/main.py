@@ -14,6 +14,7 @@ from pathlib import Path
 
 from arbiter.contracts import clock_pb2_grpc
 from arbiter.kit import events
+from arbiter.kit.contact import BrokerContact
 from arbiter.kit.grpcserver import GrpcService
 from arbiter.kit.kafka import subscribe, subscribe_many
 from arbiter.kit.logs import configure_logging
@@ -53,7 +54,10 @@ async def serve(settings: ClockSettings, stop: asyncio.Event | None = None) -> N
     }, f"{SERVICE}.lifecycle", max_records=settings.event_batch_size)
     subscribe(infra.broker, settings, infra.metrics, events.MOVE_MADE, f"{SERVICE}.{events.MOVE_MADE.name}",
               handlers.on_moves, batch=True, max_records=settings.move_batch_size)
-    poller = FlagPoller(live, correspondence, infra.pool, infra.outbox, infra.time_source, metrics, settings)
+    # Moves published while this process was down are read before any flag is decided.
+    contact = BrokerContact(infra.broker.ping, interval=settings.broker_ping_seconds,
+                            grace=settings.flag_outage_grace_seconds, missing_at_start=True)
+    poller = FlagPoller(live, correspondence, infra.pool, infra.outbox, infra.time_source, metrics, settings, contact)
     reconciler = Reconciler(correspondence, settings.reconcile_seconds)
     servicer = ClockServicer(live, correspondence, infra.outbox, infra.time_source)
     grpc_services = [
@@ -66,7 +70,7 @@ async def serve(settings: ClockSettings, stop: asyncio.Event | None = None) -> N
     await publisher.start()
     tune_garbage_collector()
     try:
-        await ServiceRuntime(infra, grpc_services, background=[poller.run, reconciler.run]).run(stop)
+        await ServiceRuntime(infra, grpc_services, background=[contact.run, poller.run, reconciler.run]).run(stop)
     finally:
         await publisher.stop()
 

@@ -29,3 +29,8 @@ class ClockSettings(KitSettings):
     # Real seconds between two copies of every live Triple Block row into Redis.
     reconcile_seconds: float = Field(default=60.0, gt=0)
     live_gauge_seconds: float = Field(default=1.0, gt=0)
+    # Real seconds between two pings of the broker; deadlines are held while it does not answer.
+    broker_ping_seconds: float = Field(default=0.5, gt=0)
+    # Real seconds deadlines stay held after the broker answers again: the play site's moves of the
+    # outage arrive meanwhile, with their own times, and a flag is then decided on the whole record.
+    flag_outage_grace_seconds: float = Field(default=5.0, ge=0)

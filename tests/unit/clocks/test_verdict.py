@@ -343,6 +343,8 @@ def test_triple_block_deadlines_are_whole_seconds_and_presence_never_decides(
     tb = correspondence(0, increment_days, bank_days)
     at = 0
     for think in think_s:
+        if (at + think) * 1000 >= flag_deadline_ms(tb):
+            break  # the mover's time ran out first (TB-4): the game has no more moves
         at += think
         tb = tb.after_move(tb.to_move, at)
     deadline = next_deadline_ms(tb, white.offline_since_ms, black.offline_since_ms)
