@@ -74,7 +74,8 @@ class SystemStack:
 
     def consumer_group(self, name: str) -> str:
         """The group id a service of this system consumes with, for `name` as the service code names it."""
-        return self.environ.get("KAFKA_GROUP_PREFIX", self.kafka_group_prefix) + name
+        default = self.environ.get("KAFKA_GROUP_PREFIX", self.kafka_group_prefix)
+        return self.extra_env.get("KAFKA_GROUP_PREFIX", default) + name
 
     @property
     def auth_signing_key(self) -> str:

@@ -106,6 +106,9 @@ async def test_boosted_arena_game(tools, unique) -> None:
     await eventually(lambda: _boosted(client, game_id, "black"), 10, "boost applied")
     await time.sleep_until(after(t0, 1))
     await site.move(game_id, white, 1, at=after(t0, 1))
+    # Moves and boosts come on different topics (two consumers): the clock judges a boost by the
+    # moves it has applied, so the late boost is sent once white's move is in.
+    await eventually(lambda: any(s.ply == 1 for s in tap.states(game_id)), 10, "white's move applied")
     await time.sleep_until(after(t0, 2))
     # White boosting after their own first move is too late: ignored.
     await site.boost(game_id, white)
