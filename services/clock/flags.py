@@ -1,7 +1,7 @@
 """The flag poller: due deadlines from Redis, verdicts saved once in PostgreSQL, events via the outbox.
 
 Exactly once, with any number of replicas and crashes:
-1. `LiveStore.claim_due` moves due games to the in-flight set with a lease, atomically: one
+1. `LiveStore.claim` moves due games to the in-flight set with a lease, atomically: one
    replica takes each game.
 2. The verdict is decided again from the record (a move or a return may have just come in)
    and written to the record with a compare-and-set (status `decided`); a move arriving after

@@ -9,7 +9,7 @@ events writes its games with one script call, and reads (with their parked moves
 call) only those this process did not save last (`take_known`: the compare-and-set of the write
 checks the others).
 
-Flag claims: `claim_due` moves due games from `deadlines` to `inflight` with a lease in one
+Flag claims: `claim` moves due games from `deadlines` to `inflight` with a lease in one
 script, so of two replicas exactly one takes a game; a replica killed before saving the flag
 leaves the game in `inflight`, and after the lease another replica (or the restarted one)
 takes it again.
@@ -345,12 +345,11 @@ class LiveStore:
         )
         return int(reply) != -1
 
-    async def claim_due(self, now_ms: int, lease_until_ms: int, limit: int) -> list[str]:
-        """Take the games due at `now_ms` (and those whose lease expired); only one caller gets each."""
-        return (await self.claim(now_ms, lease_until_ms, limit))[0]
-
     async def claim(self, now_ms: int, lease_until_ms: int, limit: int) -> tuple[list[str], int | None]:
-        """`claim_due`, and the nearest deadline left once they are taken (ms; None when no clock runs)."""
+        """Take the games due at `now_ms` and those whose lease expired (one caller each); and the nearest deadline.
+
+        The nearest deadline is the one left once they are taken (ms; None when no clock runs).
+        """
         reply = await self._claim(keys=[self.deadlines, self.inflight], args=[now_ms, lease_until_ms, limit])
         nearest = int(float(reply[0])) if reply[0] else None
         return list(dict.fromkeys(m.decode() for m in reply[1:])), nearest

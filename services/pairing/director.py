@@ -299,7 +299,7 @@ class Director:
                 step = next_step(row["current_round"], row["rounds"], row["open_games"], now, row["closes_at"])
                 if row["state"] != "running":
                     rest.append(row["id"])  # start, cancel: the usual steps
-                elif step is NextStep.PAIR and row["format"] == Format.ROUND_ROBIN.value:
+                elif step is NextStep.PAIR and not pairing_reads_history(Format(row["format"])):
                     ready.append(row)
                 elif step is not NextStep.WAIT:
                     rest.append(row["id"])  # a Swiss round, or the finish
@@ -336,7 +336,9 @@ class Director:
         if step is NextStep.FINISH:
             await self.finish(tournament_id)
             return False
-        return await self._pair(row, row["current_round"] + 1)
+        if pairing_reads_history(Format(row["format"])):
+            return await self._pair_swiss(row, row["current_round"] + 1)
+        return row["id"] in await self.pair_round_robins([row])
 
     async def _start(self, row: Any) -> bool:
         """Count the entrants: cancel below the minimum (T-3), else fix the plan and the numbers (T-2, T-9..T-14)."""
@@ -399,8 +401,8 @@ class Director:
         rows = await store.entrant_rows(self.pool, row["id"])
         return {r["player_id"]: r["rating"] if r["rating"] is not None else DEFAULT_RATING for r in rows}
 
-    async def _pair(self, row: Any, round_number: int) -> bool:
-        """Pair a round and request its games, all in one transaction (T-8, T-12..T-14, T-18, O-10, O-11).
+    async def _pair_swiss(self, row: Any, round_number: int) -> bool:
+        """Pair a Swiss round and request its games, all in one transaction (T-8, T-12, T-13, T-18, O-10, O-11).
 
         False when the round is requested and now waits for its results (nothing else is due).
         """
@@ -408,27 +410,19 @@ class Director:
         tournament_id = row["id"]
         fmt = Format(row["format"])
         per_pairing = row["games_per_pairing"]
-        if pairing_reads_history(fmt):
-            # Independent reads side by side: the round transition waits for the slowest, not the sum.
-            seats, history, byes = await asyncio.gather(
-                store.seats(self.pool, tournament_id), store.played_games(self.pool, tournament_id),
-                store.byes(self.pool, tournament_id),
-            )
-        else:
-            seats, history, byes = await store.seats(self.pool, tournament_id), [], []
+        # Independent reads side by side: the round transition waits for the slowest, not the sum.
+        seats, history, byes = await asyncio.gather(
+            store.seats(self.pool, tournament_id), store.played_games(self.pool, tournament_id),
+            store.byes(self.pool, tournament_id),
+        )
         mode = OpeningMode(row["opening_mode"])
         opening_draw = asyncio.ensure_future(self.openings.draw(
             tournament_id, round_number, row["variant"], mode, row["thematic_opening"],
             # O-10: a Swiss never draws the same table opening twice (a thematic one is always the same, O-9).
-            no_repeat=fmt is Format.SWISS and mode.is_table_draw(),
+            no_repeat=mode.is_table_draw(),
         ))
         try:
-            if fmt is Format.SWISS:
-                draw = await self._compute(pair_round, fmt, seats, history, byes, round_number, row["rounds"],
-                                           per_pairing)
-            else:
-                # A Berger table is a lookup (~0.1 ms): a hop to another thread would cost more than it.
-                draw = pair_round(fmt, seats, history, byes, round_number, row["rounds"], per_pairing)
+            draw = await self._compute(pair_round, fmt, seats, history, byes, round_number, row["rounds"], per_pairing)
         except PairingError as error:
             opening_draw.cancel()
             await asyncio.gather(opening_draw, return_exceptions=True)
@@ -468,7 +462,7 @@ class Director:
         return requested == 0
 
     async def pair_round_robins(self, rows: Sequence[Any]) -> list[str]:
-        """Pair the next round of several round robins in one transaction (T-8, T-14, T-18, O-10, O-11).
+        """Pair the next round of one or more round robins in one transaction (T-8, T-14, T-18, O-10, O-11).
 
         Under load many rounds end at once; one read of their seats, one busy check, one save and
         one outbox insert serve them all. `rows` are tournaments whose next step is PAIR, their
@@ -478,6 +472,7 @@ class Director:
         started = time.perf_counter()
         ids = [row["id"] for row in rows]
         seats = await store.seats_of(self.pool, ids)
+        # A Berger table needs no history (T-14) and is a lookup (~0.1 ms): no hop to another thread.
         draws = {row["id"]: pair_round(Format.ROUND_ROBIN, seats[row["id"]], [], [], row["current_round"] + 1,
                                        row["rounds"], row["games_per_pairing"]) for row in rows}
         openings = await asyncio.gather(*(self.openings.draw(

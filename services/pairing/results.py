@@ -162,6 +162,7 @@ class ResultDesk:
         ours = [i for i in incoming if i.game_id in known]
         applied: list[tuple[IncomingResult, store.Row]] = []
         duplicates = 0
+        complete: list[str] = []
         if ours:
             async with self.pool.acquire() as connection, connection.transaction():
                 fresh = await first_deliveries(connection, CONSUMER, [i.event_id for i in ours])
@@ -222,10 +223,9 @@ class ResultDesk:
         await self.busy.finished([
             (game_id, known[game_id]["white_id"], known[game_id]["black_id"]) for game_id in still_busy
         ])
-        if ours:
-            # The next round first; watchers can wait a round trip.
-            for tournament_id in complete:
-                self.poke(tournament_id)
+        # The next round first; watchers can wait a round trip.
+        for tournament_id in complete:
+            self.poke(tournament_id)
         await self._announce(applied)
         if applied:
             return "handled"

@@ -26,14 +26,12 @@ async def tournament(db: Executor, tournament_id: str, *, lock: bool = False) ->
 
 async def tournament_and_open_games(db: Executor, tournament_id: str, *, lock: bool = False) -> Row | None:
     """One tournament row with `open_games` (games requested and still without a result) in one round trip."""
-    return await db.fetchrow(
-        "SELECT t.*, (SELECT count(*) FROM games g WHERE g.tournament_id = t.id AND NOT g.finished) AS open_games"
-        " FROM tournaments t WHERE t.id = $1" + (" FOR UPDATE OF t" if lock else ""), tournament_id
-    )
+    rows = await tournaments_and_open_games(db, [tournament_id], lock=lock)
+    return rows[0] if rows else None
 
 
 async def tournaments_and_open_games(db: Executor, tournament_ids: Sequence[str], *, lock: bool = False) -> list[Row]:
-    """Several tournaments with `open_games`, by id; `lock` takes their row locks in id order (no deadlock)."""
+    """Tournaments with `open_games`, by id; `lock` takes their row locks in id order (no deadlock)."""
     return await db.fetch(
         "SELECT t.*, (SELECT count(*) FROM games g WHERE g.tournament_id = t.id AND NOT g.finished) AS open_games"
         " FROM tournaments t WHERE t.id = ANY($1::text[]) ORDER BY t.id" + (" FOR UPDATE OF t" if lock else ""),
@@ -42,7 +40,7 @@ async def tournaments_and_open_games(db: Executor, tournament_ids: Sequence[str]
 
 
 async def seats_of(db: Executor, tournament_ids: Sequence[str]) -> dict[str, list[Seat]]:
-    """`seats` of several tournaments in one query: {tournament id: its seats by player id}."""
+    """The seats (T-13, T-14) of several tournaments in one query: {tournament id: its seats by player id}."""
     rows = await db.fetch(
         "SELECT tournament_id, player_id, berger_number, initial_rank, rating FROM entrants"
         " WHERE tournament_id = ANY($1::text[]) AND initial_rank IS NOT NULL ORDER BY tournament_id, player_id",
@@ -81,13 +79,8 @@ async def entrant_rows(db: Executor, tournament_id: str) -> list[Row]:
 
 
 async def seats(db: Executor, tournament_id: str) -> list[Seat]:
-    """The entrants with the numbers fixed at the start (T-13, T-14)."""
-    rows = await entrant_rows(db, tournament_id)
-    return [
-        Seat(row["player_id"], row["berger_number"], row["initial_rank"], row["rating"])
-        for row in rows
-        if row["initial_rank"] is not None
-    ]
+    """The entrants with the numbers fixed at the start (T-13, T-14), by player id."""
+    return (await seats_of(db, [tournament_id]))[tournament_id]
 
 
 async def is_entered(db: Executor, tournament_id: str, player_id: str) -> bool:

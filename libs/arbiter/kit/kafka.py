@@ -158,12 +158,17 @@ def subscribe_many(
     return subscriber
 
 
-def make_outbox_producer(settings: KitSettings, service: str) -> AIOKafkaProducer:
-    """The plain aiokafka producer the outbox relay publishes with (not started)."""
+def make_producer(settings: KitSettings, client_id: str) -> AIOKafkaProducer:
+    """A plain aiokafka producer (not started): every replica acknowledges, sends gathered for 2 ms."""
     return AIOKafkaProducer(
-        bootstrap_servers=settings.kafka_bootstrap_servers, client_id=f"arbiter-{service}-outbox",
+        bootstrap_servers=settings.kafka_bootstrap_servers, client_id=client_id,
         acks="all", linger_ms=2, request_timeout_ms=30_000,
     )
+
+
+def make_outbox_producer(settings: KitSettings, service: str) -> AIOKafkaProducer:
+    """The plain aiokafka producer the outbox relay publishes with (not started)."""
+    return make_producer(settings, f"arbiter-{service}-outbox")
 
 
 def outbox_publisher(producer: AIOKafkaProducer) -> Callable[[Sequence[OutboxRecord]], Awaitable[None]]:

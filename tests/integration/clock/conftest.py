@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import grpc
 import pytest
+import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from google.protobuf.message import Message
 
@@ -23,7 +27,49 @@ from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.devstack.stack import SystemStack
 from arbiter.kit import events
+from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.timesource import TimeSource
+from services.clock.settings import ClockSettings
+
+MIGRATIONS = Path(__file__).resolve().parents[3] / "services" / "clock" / "migrations"
+
+
+@dataclass(frozen=True)
+class ClockBackend:
+    """The clock's stores for an in-process test: settings, a schema of its own, Redis under its own prefix."""
+
+    settings: ClockSettings
+    pool: asyncpg.Pool
+    redis: aioredis.Redis
+
+    @property
+    def prefix(self) -> str:
+        """The Redis key prefix of this backend."""
+        return self.settings.clock_redis_prefix
+
+
+@contextlib.asynccontextmanager
+async def clock_backend(infra_env: dict[str, str], name: str, **settings: Any) -> AsyncIterator[ClockBackend]:
+    """Migrated PostgreSQL schema and Redis prefix for the clock's parts (no Kafka); both removed after."""
+    tag = uuid.uuid4().hex[:8]
+    schema = f"clock_{name}_{tag}"
+    clock_settings = ClockSettings(
+        kafka_bootstrap_servers=infra_env["KAFKA_BOOTSTRAP_SERVERS"], redis_url=infra_env["REDIS_URL"],
+        database_url=infra_env["DATABASE_URL"], grpc_port=0, metrics_port=0,
+        clock_redis_prefix=f"clock-{name}-{tag}", **settings,
+    )
+    pool = await create_pool(clock_settings.database_url, schema)
+    redis = aioredis.from_url(clock_settings.redis_url)
+    try:
+        await migrate(pool, schema, migrations_in(MIGRATIONS, "clock"))
+        yield ClockBackend(clock_settings, pool, redis)
+    finally:
+        await pool.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await pool.close()
+        keys = [key async for key in redis.scan_iter(f"{clock_settings.clock_redis_prefix}:*")]
+        if keys:
+            await redis.delete(*keys)
+        await redis.aclose()
 
 
 def launch(infra_env: dict[str, str], state_dir: Path, time_scale: float, **extra: str) -> SystemStack:

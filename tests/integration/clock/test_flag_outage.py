@@ -8,14 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
-from pathlib import Path
-
-import redis.asyncio as aioredis
 
 from arbiter.clocks import Side
 from arbiter.kit.contact import BrokerContact
-from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
@@ -24,10 +19,8 @@ from services.clock.flags import FlagPoller
 from services.clock.metrics import ClockMetrics
 from services.clock.model import GameMeta, GameRecord, Kind
 from services.clock.records import CorrespondenceStore
-from services.clock.settings import ClockSettings
 from services.clock.store import LiveStore
-
-MIGRATIONS = Path(__file__).resolve().parents[3] / "services" / "clock" / "migrations"
+from tests.integration.clock.conftest import clock_backend
 
 
 async def never(timeout: float) -> bool:
@@ -35,22 +28,14 @@ async def never(timeout: float) -> bool:
 
 
 async def test_a_deadline_due_during_an_outage_waits_for_the_grace_after_it(infra_env) -> None:
-    schema = f"clock_outage_{uuid.uuid4().hex[:8]}"
-    prefix = f"clock-outage-{uuid.uuid4().hex[:8]}"
-    settings = ClockSettings(
-        kafka_bootstrap_servers=infra_env["KAFKA_BOOTSTRAP_SERVERS"], redis_url=infra_env["REDIS_URL"],
-        database_url=infra_env["DATABASE_URL"], grpc_port=0, metrics_port=0, clock_redis_prefix=prefix,
-    )
-    pool = await create_pool(settings.database_url, schema)
-    await migrate(pool, schema, migrations_in(MIGRATIONS, "clock"))
-    redis = aioredis.from_url(settings.redis_url)
-    clock = TimeSource()
-    live = LiveStore(redis, prefix, 60_000, 60_000)
-    # A long ping interval: this test says when the broker answers.
-    contact = BrokerContact(never, interval=60.0, grace=0.6)
-    poller = FlagPoller(live, CorrespondenceStore(pool, live), pool, Outbox("clock", clock), clock,
-                        ClockMetrics.create(Metrics("clock")), settings, contact)
-    try:
+    async with clock_backend(infra_env, "outage") as backend:
+        settings, pool, redis, prefix = backend.settings, backend.pool, backend.redis, backend.prefix
+        clock = TimeSource()
+        live = LiveStore(redis, prefix, 60_000, 60_000)
+        # A long ping interval: this test says when the broker answers.
+        contact = BrokerContact(never, interval=60.0, grace=0.6)
+        poller = FlagPoller(live, CorrespondenceStore(pool, live), pool, Outbox("clock", clock), clock,
+                            ClockMetrics.create(Metrics("clock")), settings, contact)
         now = int(clock.timestamp() * 1000)
         meta = GameMeta(white_id="w", black_id="b", kind=Kind.FISCHER, base_s=10)
         before = GameRecord("outage-before")  # ran out before the broker went away: decided at once
@@ -75,10 +60,3 @@ async def test_a_deadline_due_during_an_outage_waits_for_the_grace_after_it(infr
         assert await poller.fire_due() == 1
         ids = {row["event_id"] for row in await pool.fetch("SELECT event_id FROM outbox")}
         assert ids == {"flag:outage-before", "flag:outage-during"}
-    finally:
-        await pool.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        await pool.close()
-        keys = [key async for key in redis.scan_iter(f"{prefix}:*")]
-        if keys:
-            await redis.delete(*keys)
-        await redis.aclose()

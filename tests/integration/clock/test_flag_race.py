@@ -8,13 +8,8 @@ dead replica left decided and in flight is taken again after its lease, with the
 from __future__ import annotations
 
 import asyncio
-import uuid
-from pathlib import Path
-
-import redis.asyncio as aioredis
 
 from arbiter.clocks import Outcome, Side, Termination, Verdict
-from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
@@ -23,36 +18,26 @@ from services.clock.flags import FlagPoller
 from services.clock.metrics import ClockMetrics
 from services.clock.model import GameMeta, GameRecord, Kind, Status
 from services.clock.records import CorrespondenceStore
-from services.clock.settings import ClockSettings
 from services.clock.store import LiveStore
+from tests.integration.clock.conftest import clock_backend
 
-MIGRATIONS = Path(__file__).resolve().parents[3] / "services" / "clock" / "migrations"
 GAMES = 600
 
 
 async def test_two_pollers_save_each_flag_once(infra_env) -> None:
-    schema = f"clock_race_{uuid.uuid4().hex[:8]}"
-    prefix = f"clock-race-{uuid.uuid4().hex[:8]}"
-    settings = ClockSettings(
-        kafka_bootstrap_servers=infra_env["KAFKA_BOOTSTRAP_SERVERS"], redis_url=infra_env["REDIS_URL"],
-        database_url=infra_env["DATABASE_URL"], grpc_port=0, metrics_port=0, clock_redis_prefix=prefix,
-        flag_batch_size=50, flag_lease_seconds=0.5,
-    )
-    pool = await create_pool(settings.database_url, schema)
-    await migrate(pool, schema, migrations_in(MIGRATIONS, "clock"))
-    redis = aioredis.from_url(settings.redis_url)
-    time = TimeSource()
-    now = int(time.timestamp() * 1000)
+    async with clock_backend(infra_env, "race", flag_batch_size=50, flag_lease_seconds=0.5) as backend:
+        settings, pool, redis, prefix = backend.settings, backend.pool, backend.redis, backend.prefix
+        time = TimeSource()
+        now = int(time.timestamp() * 1000)
 
-    def replica() -> tuple[LiveStore, FlagPoller, ClockMetrics]:
-        live = LiveStore(redis, prefix, 60_000, 60_000)
-        metrics = ClockMetrics.create(Metrics("clock"))
-        poller = FlagPoller(live, CorrespondenceStore(pool, live), pool, Outbox("clock", time), time, metrics,
-                            settings)
-        return live, poller, metrics
+        def replica() -> tuple[LiveStore, FlagPoller, ClockMetrics]:
+            live = LiveStore(redis, prefix, 60_000, 60_000)
+            metrics = ClockMetrics.create(Metrics("clock"))
+            poller = FlagPoller(live, CorrespondenceStore(pool, live), pool, Outbox("clock", time), time, metrics,
+                                settings)
+            return live, poller, metrics
 
-    (live, first, first_metrics), (_, second, second_metrics) = replica(), replica()
-    try:
+        (live, first, first_metrics), (_, second, second_metrics) = replica(), replica()
         meta = GameMeta(white_id="w", black_id="b", kind=Kind.FISCHER, base_s=10)
         records = []
         for n in range(GAMES):
@@ -89,10 +74,3 @@ async def test_two_pollers_save_each_flag_once(infra_env) -> None:
         assert sum(fired) == GAMES + 1 and min(fired) > 0, f"both replicas fired some: {fired}"
         states = {(await live.load(r.game_id)).status for r in [*records, orphan]}  # type: ignore[union-attr]
         assert states == {Status.OVER}
-    finally:
-        await pool.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        await pool.close()
-        keys = [key async for key in redis.scan_iter(f"{prefix}:*")]
-        if keys:
-            await redis.delete(*keys)
-        await redis.aclose()
