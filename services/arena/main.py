@@ -16,7 +16,7 @@ from arbiter.contracts import arena_pb2_grpc
 from arbiter.kit import events
 from arbiter.kit.creators import ensure_creator_registry
 from arbiter.kit.grpcserver import GrpcService
-from arbiter.kit.kafka import subscribe
+from arbiter.kit.kafka import subscribe_many
 from arbiter.kit.logs import configure_logging
 from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
@@ -50,13 +50,14 @@ async def serve(settings: ArenaSettings, stop: asyncio.Event | None = None) -> N
     matchmaker = Matchmaker(infra.pool, hot, infra.outbox, infra.time_source, ratings, hub, lifecycle, metrics,
                             settings)
     desk = ResultDesk(infra.pool, hot, infra.outbox, infra.time_source, matchmaker, hub)
-    subscribe(infra.broker, settings, infra.metrics, events.GAME_FINISHED, CONSUMER, desk.on_finished, batch=True,
-              max_records=settings.result_batch_size)
-    # Its own group: first moves are many and cheap; a rebalance of one group never stalls the other.
-    subscribe(infra.broker, settings, infra.metrics, events.MOVE_MADE, f"{CONSUMER}-moves", desk.on_moves,
-              batch=True, max_records=settings.result_batch_size)
+    # One consumer for both topics: every game of the site flows through them, nearly all of them
+    # other competitions' (dropped by their competition kind before any I/O), and each consumer
+    # is a fetch loop that polls at the fetch wait even when nothing arrives.
+    subscribe_many(infra.broker, settings, infra.metrics,
+                   {events.GAME_FINISHED: desk.on_finished, events.MOVE_MADE: desk.on_moves}, CONSUMER,
+                   max_records=settings.result_batch_size)
     timers = TimerPoller(infra.pool, {START_TIMER: lifecycle.on_timer, END_TIMER: lifecycle.on_timer},
-                         infra.time_source, infra.metrics)
+                         infra.time_source, infra.metrics, poll_seconds=settings.timer_poll_seconds)
     servicer = ArenaServicer(infra.pool, infra.outbox, infra.time_source, hot, matchmaker, hub, settings)
     grpc_services = [
         GrpcService(

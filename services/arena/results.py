@@ -216,9 +216,14 @@ class ResultDesk:
         return "handled"
 
     async def _mark_moved(self, moves: Sequence[tuple[str, str]]) -> None:
+        # One statement per batch, whatever its size: nearly every first move is another
+        # competition's (MoveMade carries no competition) and matches no row. A game's movers are
+        # gathered first, as an UPDATE ... FROM applies only one joined row per game.
         async with self.pool.acquire() as connection:
-            await connection.executemany(
-                "UPDATE arena_games SET white_moved = white_moved OR white_id = $2,"
-                " black_moved = black_moved OR black_id = $2 WHERE game_id = $1 AND result IS NULL",
-                moves,
+            await connection.execute(
+                "UPDATE arena_games g SET white_moved = g.white_moved OR g.white_id = ANY(m.movers),"
+                " black_moved = g.black_moved OR g.black_id = ANY(m.movers)"
+                " FROM (SELECT id, array_agg(p) AS movers FROM unnest($1::text[], $2::text[]) AS s(id, p)"
+                " GROUP BY id) AS m WHERE g.game_id = m.id AND g.result IS NULL",
+                [game for game, _ in moves], [player for _, player in moves],
             )

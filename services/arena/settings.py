@@ -27,3 +27,7 @@ class ArenaSettings(WatchSettings):
     tick_seconds: float = Field(default=0.25, gt=0)
     # Events per batch from game.finished and game.move_made.
     result_batch_size: int = Field(default=500, ge=1)
+    # How often stored start and end timers are looked for (real seconds); each look is a query, also
+    # when no arena exists. AR-1 counts in minutes, and its end is kept by every pass on its own (no
+    # pairing after ends_at): a start, or the closing and ArenaFinished, may come up to this much late.
+    timer_poll_seconds: float = Field(default=1.0, gt=0)

@@ -14,8 +14,12 @@ Exactly once, with any number of replicas and crashes:
    steps 2-4 repeat (step 3 then does nothing if it had committed).
 Kafka delivery stays at-least-once (the kit's outbox relay may publish a row twice after a
 crash), with the same event id, which consumers deduplicate.
-Deadlines are competition time; the poller sleeps in real time until the nearest one (at most
-`flag_poll_max_seconds`), through the time source.
+Deadlines are competition time; the poller sleeps in real time until the nearest one, through
+the time source. It knows the nearest deadline from each claim, and this process's own writes tell
+it of any earlier one set since (`LiveStore.watch_deadlines`): it wakes for those at once. Only a
+deadline set by another replica after this one's last look (a replica that died before its own
+poller saw it) and a lease that ran out wait for the next blind look, at most
+`flag_poll_max_seconds` later.
 """
 
 from __future__ import annotations
@@ -64,29 +68,62 @@ class FlagPoller:
         self.lease_ms = int(settings.flag_lease_seconds * time_source.scale * 1000)
         self.gauge_every = settings.live_gauge_seconds
         self._gauge_at = 0.0
+        # The nearest deadline the last claim left in the set; later ones of this process are told.
         self._nearest: int | None = None
-        self._nearest_fresh = False
+        # The competition instant (ms) the poller looks next; math.inf while it looks (a deadline
+        # told meanwhile is kept here, since its claim may have run before the write).
+        self._wake_at_ms: float = math.inf
+        self._alarm = asyncio.Event()
+        # Asleep while deadlines are held (BrokerContact): waking for one would find nothing to decide.
+        self._holding = False
+        live.watch_deadlines(self.deadline_set)
 
     def now_ms(self) -> int:
         """Competition time now, in ms."""
         return int(self.time_source.timestamp() * 1000)
 
+    def deadline_set(self, deadline_ms: int) -> None:
+        """A write of this process set `deadline_ms`: wake for it if it comes before the planned look."""
+        if deadline_ms < self._wake_at_ms and not self._holding:
+            self._wake_at_ms = deadline_ms
+            self._alarm.set()
+
     async def run(self, stop: asyncio.Event) -> None:
         """Poll until `stop` is set."""
+        stopping = asyncio.ensure_future(stop.wait())
+        stopping.add_done_callback(lambda _: self._alarm.set())
+        try:
+            while not stop.is_set():
+                # Awake: every deadline told from now on counts (`_pause` decides on holding).
+                self._wake_at_ms, self._holding = math.inf, False
+                fired = 0
+                try:
+                    fired = await self.fire_due()
+                    await self._sample_live()
+                except (RedisError, OSError, asyncpg.PostgresError, asyncio.TimeoutError) as error:
+                    self.metrics.base.errors.labels(self.metrics.base.service, "flag_poll").inc()
+                    log.warning("flag poll failed, retrying", extra={"error": repr(error)})
+                    self._nearest = None  # retried after the blind pause, not at once
+                if fired >= self.batch_size:
+                    continue
+                await self._sleep(self._pause(), stop)
+        finally:
+            stopping.cancel()
+
+    async def _sleep(self, seconds: float, stop: asyncio.Event) -> None:
+        """Sleep `seconds` (real), or until a deadline told meanwhile (`deadline_set`) or `stop`."""
+        planned = self.now_ms() + seconds * self.time_source.scale * 1000
+        # A deadline told while the poller looked stands if it is earlier than what the look found.
+        self._wake_at_ms = min(planned, self._wake_at_ms)
         while not stop.is_set():
-            fired = 0
+            self._alarm.clear()
+            remaining = self.time_source.real_seconds((self._wake_at_ms - self.now_ms()) / 1000)
+            if remaining <= 0:
+                return
             try:
-                fired = await self.fire_due()
-                await self._sample_live()
-            except (RedisError, OSError, asyncpg.PostgresError, asyncio.TimeoutError) as error:
-                self.metrics.base.errors.labels(self.metrics.base.service, "flag_poll").inc()
-                log.warning("flag poll failed, retrying", extra={"error": repr(error)})
-            if fired >= self.batch_size:
-                continue
-            try:
-                await asyncio.wait_for(stop.wait(), await self._pause())
+                await asyncio.wait_for(self._alarm.wait(), max(0.001, remaining))
             except TimeoutError:
-                pass
+                return
 
     def cutoff_ms(self, now_ms: int) -> int:
         """Deadlines up to this instant may be decided: none that fell due while moves may be missing.
@@ -104,16 +141,16 @@ class FlagPoller:
         held_real_seconds = time.monotonic() - since
         return now_ms - int(held_real_seconds * self.time_source.scale * 1000)
 
-    async def _pause(self) -> float:
-        if self.contact is not None and self.contact.missing_since() is not None:
+    def _pause(self) -> float:
+        self._holding = self.contact is not None and self.contact.missing_since() is not None
+        if self._holding:
+            self._wake_at_ms = math.inf
             return self.max_sleep  # deadlines are held back: waking at the nearest one would spin
-        # A poll that claimed nothing changed nothing: the nearest deadline its claim saw stands
-        # (one round trip per idle poll instead of two). One set later is caught by the next poll.
-        earliest = self._nearest if self._nearest_fresh else await self.live.earliest_deadline()
-        self._nearest_fresh = False
-        if earliest is None:
+        # The nearest deadline the claim left stands: what this process wrote since (games not due
+        # after all, saved back) was told (`deadline_set`), and the games it decided left the set.
+        if self._nearest is None:
             return self.max_sleep
-        wait = self.time_source.real_seconds((earliest - self.now_ms()) / 1000)
+        wait = self.time_source.real_seconds((self._nearest - self.now_ms()) / 1000)
         return min(self.max_sleep, max(0.001, wait))
 
     async def _sample_live(self) -> None:
@@ -127,7 +164,6 @@ class FlagPoller:
         now = self.now_ms()
         claimed, self._nearest = await self.live.claim(self.cutoff_ms(now), now + self.lease_ms, self.batch_size)
         if not claimed:
-            self._nearest_fresh = True
             return 0
         records = await self.live.load_many(claimed)
         missing = [game_id for game_id, record in records.items() if record is None]

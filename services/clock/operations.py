@@ -49,6 +49,16 @@ def merge_meta(record: GameRecord, incoming: GameMeta) -> None:
                 presence.offline_since_ms = early.offline_since_ms
 
 
+def start_adds_nothing(meta: GameMeta) -> bool:
+    """Whether merging any GameStarted into `meta` would leave it as it is (see `_merge_fields`).
+
+    A GameStarted never carries what only GameRequested does (rated, boost allowed), and every
+    other field is filled only where `meta` has none: a requested tournament game has them all.
+    """
+    return bool(meta.kind is not Kind.UNKNOWN and meta.variant and meta.white_id and meta.black_id
+                and meta.competition_id and meta.competition_kind and meta.round)
+
+
 def _merge_fields(record: GameRecord, current: GameMeta, incoming: GameMeta) -> None:
     changes: dict[str, object] = {}
     for name in ("white_id", "black_id", "variant", "competition_id"):

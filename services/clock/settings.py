@@ -14,9 +14,12 @@ class ClockSettings(KitSettings):
     metrics_port: int = 9102
     # Every key the service writes in Redis starts with this (games, deadlines, claims).
     clock_redis_prefix: str = "clock"
-    # Real seconds the poller sleeps at most between two looks at the deadline set: the
-    # latency floor of a flag whose deadline was set after the poller went to sleep.
-    flag_poll_max_seconds: float = Field(default=0.01, gt=0)
+    # Real seconds the poller sleeps at most between two looks at the deadline set. Deadlines
+    # written by this process wake its poller at once, so this is only the latency of a flag whose
+    # deadline another replica set after this one's last look, and whose own poller did not take
+    # it (that replica died), or whose claim's lease ran out. Each idle look costs ~1 ms of CPU:
+    # 0.01 s was an eighth of a core with no game at all.
+    flag_poll_max_seconds: float = Field(default=0.1, gt=0)
     flag_batch_size: int = Field(default=500, ge=1)
     # Real seconds a replica may take to save a claimed flag before another one takes it over.
     flag_lease_seconds: float = Field(default=5.0, gt=0)

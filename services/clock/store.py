@@ -9,6 +9,9 @@ events writes its games with one script call, and reads (with their parked moves
 call) only those this process did not save last (`take_known`: the compare-and-set of the write
 checks the others).
 
+Every write that sets a deadline tells the earliest one to a watcher in the same process (its
+flag poller, which wakes for it instead of polling the set blindly at a short interval).
+
 Flag claims: `claim` moves due games from `deadlines` to `inflight` with a lease in one
 script, so of two replicas exactly one takes a game; a replica killed before saving the flag
 leaves the game in `inflight`, and after the lease another replica (or the restarted one)
@@ -26,7 +29,7 @@ move (20,000/s). Triple Block clocks are rebuilt from PostgreSQL (`records.Recon
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import redis.asyncio as aioredis
 
@@ -175,6 +178,13 @@ class LiveStore:
         self._save_joined = redis.register_script(_SAVE_JOINED)
         self._mirror = redis.register_script(_MIRROR)
         self._claim = redis.register_script(_CLAIM)
+        # Told the earliest deadline of every write that sets deadlines (the flag poller of this
+        # process: it then needs no short blind poll to see them).
+        self._deadline_watcher: Callable[[int], None] | None = None
+
+    def watch_deadlines(self, watcher: Callable[[int], None]) -> None:
+        """Call `watcher` with the earliest deadline (competition ms) each write of this process sets."""
+        self._deadline_watcher = watcher
 
     def key(self, game_id: str) -> str:
         """The string of one game."""
@@ -273,6 +283,8 @@ class LiveStore:
                 plain.append(index)
         saved = [False] * len(records)
         bodies = [encode_body(record) for record in records]
+        # The earliest deadline written (of a lost race too: it only wakes the poller early).
+        earliest: int | None = None
         if plain:
             parts = []
             running = Status.RUNNING
@@ -281,9 +293,15 @@ class LiveStore:
                 if record.status is running:
                     # A running game's deadline, as `record_deadline_ms` gives it; no expiry.
                     deadline = record_deadline_ms(record)
-                    head = f"{record.version}|{'' if deadline is None else deadline}||"
+                    if deadline is None:
+                        head = f"{record.version}|||"
+                    else:
+                        head = f"{record.version}|{deadline}||"
+                        if earliest is None or deadline < earliest:
+                            earliest = deadline
                 else:
-                    head = f"{record.version}|{_deadline(record)}|{self._ttl(record)}|"
+                    # Only a running game has a deadline.
+                    head = f"{record.version}||{self._ttl(record)}|"
                 parts.append(f"{head}{record.game_id}{_FS}{bodies[i]}")
             payload = _GS.join(parts)
             reply = await self._save_joined(keys=[self.deadlines], args=[f"{self.prefix}:g:", payload])
@@ -296,13 +314,18 @@ class LiveStore:
                 record = records[i]
                 parked = [(ply, move) for ply, move in record.early_moves.items() if ply not in record.consumed_early]
                 keys += [self.key(record.game_id), self.early_key(record.game_id)]
-                args += [f"{record.version}|{_deadline(record)}|{self._ttl(record)}|{len(parked)}|"
+                deadline = record_deadline_ms(record)
+                if deadline is not None and (earliest is None or deadline < earliest):
+                    earliest = deadline
+                args += [f"{record.version}|{'' if deadline is None else deadline}|{self._ttl(record)}|{len(parked)}|"
                          f"{len(record.consumed_early)}|{record.game_id}", bodies[i]]
                 for ply, move in parked:
                     args += [str(ply), move]
                 args += [str(ply) for ply in record.consumed_early]
             for i, reply in zip(other, await self._save(keys=keys, args=args)):
                 saved[i] = bool(reply)
+        if earliest is not None and self._deadline_watcher is not None:
+            self._deadline_watcher(earliest)
         known = self._known
         if remember and len(known) + len(records) > self.known_limit:
             known.clear()
@@ -343,6 +366,8 @@ class LiveStore:
                   encode_body(record), "*" if expected is None else expected,
                   *(str(ply) for ply in record.consumed_early)],
         )
+        if deadline is not None and self._deadline_watcher is not None:
+            self._deadline_watcher(deadline)
         return int(reply) != -1
 
     async def claim(self, now_ms: int, lease_until_ms: int, limit: int) -> tuple[list[str], int | None]:
@@ -358,11 +383,6 @@ class LiveStore:
         """Drop claims on games handled or not due after all (a move or a return came in time)."""
         if game_ids:
             await self.redis.zrem(self.inflight, *game_ids)
-
-    async def earliest_deadline(self) -> int | None:
-        """The nearest deadline in the set (ms), or None when no clock runs."""
-        first = await self.redis.zrange(self.deadlines, 0, 0, withscores=True)
-        return int(first[0][1]) if first else None
 
     async def live_count(self) -> int:
         """Clocks with a pending deadline (running games), across all replicas."""
@@ -381,8 +401,3 @@ _TRIPLE_BLOCK = Kind.TRIPLE_BLOCK
 _GS, _FS = "\x1d", "\x1c"
 _GS_BYTES = _GS.encode()
 _SAVED = ord("1")
-
-
-def _deadline(record: GameRecord) -> str:
-    deadline = record_deadline_ms(record)
-    return "" if deadline is None else str(deadline)

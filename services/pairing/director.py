@@ -30,6 +30,7 @@ from arbiter.competition.tournament_flow import (
     PlannedGame,
     RoundDraw,
     ScoredResult,
+    Seat,
     berger_numbers,
     busy_forfeit,
     closing_deadline,
@@ -158,6 +159,13 @@ def _forfeits(row: Any, planned: Sequence[PlannedGame], busy: set[str]) -> dict[
             for game in planned}
 
 
+def _running_step(row: Any, now: Any) -> NextStep | None:
+    """The next step of a running tournament (T-9, T-15); None when it does not run (no plan, or over)."""
+    if row["state"] != "running":
+        return None
+    return next_step(row["current_round"], row["rounds"], row["open_games"], now, row["closes_at"])
+
+
 def _still_due(locked: Any, round_number: int, now: Any) -> bool:
     """Under the row lock: the round is still the next one, the tournament runs, none open, not closed (T-15)."""
     return (locked is not None and locked["state"] == "running" and locked["current_round"] == round_number - 1
@@ -208,7 +216,10 @@ class Director:
             while not stop.is_set():
                 try:
                     for tournament_id in await store.due_work(self.pool, self.clock.now()):
-                        self.poke(tournament_id)
+                        # One a worker is on now is looked at again by that worker if need be; a poke
+                        # would only send a second worker to wait for its lock and find nothing due.
+                        if tournament_id not in self._locks:
+                            self.poke(tournament_id)
                     if time.monotonic() - counted_at >= _COUNT_EVERY_SECONDS:
                         self.metrics.set_states(await store.counts_by_state(self.pool))
                         counted_at = time.monotonic()
@@ -294,17 +305,22 @@ class Director:
                 held.append(tournament_id)
             ready = []
             now = self.clock.now()
-            rows = await store.tournaments_and_open_games(self.pool, held) if held else []
+            rows: list[Any] = []
+            seats: dict[str, list[Seat]] = {}
+            if held:
+                # Side by side: most of these are round robins whose next round is due, and they need their seats.
+                rows, seats = await asyncio.gather(store.tournaments_and_open_games(self.pool, held),
+                                                   store.seats_of(self.pool, held))
             for row in rows:
-                step = next_step(row["current_round"], row["rounds"], row["open_games"], now, row["closes_at"])
-                if row["state"] != "running":
-                    rest.append(row["id"])  # start, cancel: the usual steps
+                step = _running_step(row, now)
+                if step is None:
+                    rest.append(row["id"])  # start, cancel: the usual steps (no plan, no rounds yet)
                 elif step is NextStep.PAIR and not pairing_reads_history(Format(row["format"])):
                     ready.append(row)
                 elif step is not NextStep.WAIT:
                     rest.append(row["id"])  # a Swiss round, or the finish
             if ready:
-                rest += await self.pair_round_robins(ready)
+                rest += await self.pair_round_robins(ready, seats)
             return rest
         finally:
             for tournament_id in held:
@@ -446,6 +462,12 @@ class Director:
 
     async def _paired(self, item: RoundToSave, fmt: Format, started: float) -> bool:
         """Count, log and announce a committed round; True when it needs another look (forfeits only)."""
+        again = self._count_paired(item, fmt, started)
+        await self.hub.publish(item.row["id"], "round_paired", round_number=item.draw.round)
+        return again
+
+    def _count_paired(self, item: RoundToSave, fmt: Format, started: float) -> bool:
+        """Count and log a committed round; True when it needs another look (forfeits only)."""
         requested = sum(1 for game in item.planned if item.forfeits[game.game_id] is None)
         service = self.metrics.service
         self.metrics.pairing_seconds.labels(service, fmt.value).observe(time.perf_counter() - started)
@@ -457,21 +479,22 @@ class Director:
         log.info("round paired", extra={"tournament_id": tournament_id, "round": round_number,
                                         "games": len(item.planned), "forfeits": len(item.planned) - requested,
                                         "engine": item.draw.engine})
-        await self.hub.publish(tournament_id, "round_paired", round_number=round_number)
         # A round of forfeits only (T-18) is complete at once: look again; otherwise its results wake us.
         return requested == 0
 
-    async def pair_round_robins(self, rows: Sequence[Any]) -> list[str]:
+    async def pair_round_robins(self, rows: Sequence[Any], seats: dict[str, list[Seat]] | None = None) -> list[str]:
         """Pair the next round of one or more round robins in one transaction (T-8, T-14, T-18, O-10, O-11).
 
         Under load many rounds end at once; one read of their seats, one busy check, one save and
         one outbox insert serve them all. `rows` are tournaments whose next step is PAIR, their
-        locks held by the caller. Returns the ids that need another look: a round of forfeits only,
-        or a tournament whose state changed before the commit.
+        locks held by the caller; `seats` their seats when the caller has read them. Returns the ids
+        that need another look: a round of forfeits only, or a tournament whose state changed before
+        the commit.
         """
         started = time.perf_counter()
         ids = [row["id"] for row in rows]
-        seats = await store.seats_of(self.pool, ids)
+        if seats is None:
+            seats = await store.seats_of(self.pool, ids)
         # A Berger table needs no history (T-14) and is a lookup (~0.1 ms): no hop to another thread.
         draws = {row["id"]: pair_round(Format.ROUND_ROBIN, seats[row["id"]], [], [], row["current_round"] + 1,
                                        row["rounds"], row["games_per_pairing"]) for row in rows}
@@ -490,9 +513,9 @@ class Director:
             if due:
                 await self.outbox.add(connection, *await self._save_rounds(connection, due, now))
         again = [tournament_id for tournament_id in ids if tournament_id not in {item.row["id"] for item in due}]
-        for item in due:
-            if await self._paired(item, Format.ROUND_ROBIN, started):
-                again.append(item.row["id"])
+        again += [item.row["id"] for item in due if self._count_paired(item, Format.ROUND_ROBIN, started)]
+        # One round trip tells the watchers of every round: a publish each cost a round trip per tournament.
+        await self.hub.publish_changes([(item.row["id"], "round_paired", item.draw.round) for item in due])
         return again
 
     async def _save_rounds(self, connection: asyncpg.Connection, rounds: Sequence[RoundToSave], now: Any) -> list[Any]:

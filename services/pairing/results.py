@@ -14,10 +14,11 @@ skipped, so one bad event never blocks a partition.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, Final
@@ -35,7 +36,6 @@ from arbiter.competition.types import Side
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit import events
-from arbiter.kit.idempotency import first_deliveries
 from arbiter.kit.timesource import TimeSource
 from services.pairing import store
 from services.pairing.busy import BusyRegistry
@@ -130,17 +130,25 @@ class ResultDesk:
         return "handled"
 
     async def on_finished(self, batch: list[ev.GameFinished]) -> str:
-        """Free both players of any game (first, so the next round sees them free); score ours."""
-        await self.busy.finished([(e.game_id, e.white_id, e.black_id) for e in batch if e.white_id and e.black_id])
-        mine = [e for e in batch if e.competition.kind in (common.COMPETITION_KIND_TOURNAMENT,
-                                                           common.COMPETITION_KIND_UNSPECIFIED)]
-        now = self.clock.now()
-        age = self.metrics.result_age.labels(self.metrics.service)
-        for event in mine:
-            if event.meta.HasField("occurred_at"):
-                published = event.meta.occurred_at.ToDatetime(tzinfo=UTC)
-                age.observe(max(0.0, self.clock.real_seconds((now - published).total_seconds())))
-        return await self.apply([from_finished(e) for e in mine])
+        """Free both players of any game (before the next round is looked at); score ours."""
+        # Redis frees the players while PostgreSQL scores the games: apply waits for it before waking anyone.
+        freeing = asyncio.ensure_future(self.busy.finished(
+            [(e.game_id, e.white_id, e.black_id) for e in batch if e.white_id and e.black_id]))
+        try:
+            mine = [e for e in batch if e.competition.kind in (common.COMPETITION_KIND_TOURNAMENT,
+                                                               common.COMPETITION_KIND_UNSPECIFIED)]
+            now = self.clock.now()
+            age = self.metrics.result_age.labels(self.metrics.service)
+            for event in mine:
+                if event.meta.HasField("occurred_at"):
+                    published = event.meta.occurred_at.ToDatetime(tzinfo=UTC)
+                    age.observe(max(0.0, self.clock.real_seconds((now - published).total_seconds())))
+            outcome = await self.apply([from_finished(e) for e in mine], before_waking=freeing)
+        except BaseException:
+            await asyncio.gather(freeing, return_exceptions=True)
+            raise
+        await freeing
+        return outcome
 
     async def on_flagged(self, batch: list[ev.ClockFlagged]) -> str:
         """Flags decide our games when they come first."""
@@ -150,81 +158,87 @@ class ResultDesk:
         """Double absences decide our games when they come first (T-19)."""
         return await self.apply([from_abandon(e) for e in batch])
 
-    async def apply(self, incoming: Sequence[IncomingResult]) -> str:
-        """Apply the first result of each game, in arrival order; count the rest; never apply one twice."""
+    async def apply(self, incoming: Sequence[IncomingResult], before_waking: Awaitable[None] | None = None) -> str:
+        """Apply the first result of each game, in arrival order; count the rest; never apply one twice.
+
+        Two round trips to PostgreSQL whatever the batch: one read (our games, the events seen
+        before), one statement that records the events and applies their results atomically.
+        `before_waking` is awaited before any tournament is woken.
+        """
         if not incoming:
             return "ignored"
-        known = await store.games_by_id(self.pool, [i.game_id for i in incoming])
-        ignored: Counter[str] = Counter()
-        for item in incoming:
-            if item.game_id not in known and (item.claims_tournament or _OUR_GAME_ID.match(item.game_id)):
-                ignored["unknown_game"] += 1
-        ours = [i for i in incoming if i.game_id in known]
-        applied: list[tuple[IncomingResult, store.Row]] = []
-        duplicates = 0
-        complete: list[str] = []
-        if ours:
-            async with self.pool.acquire() as connection, connection.transaction():
-                fresh = await first_deliveries(connection, CONSUMER, [i.event_id for i in ours])
-                seen: set[str] = set()
-                # The first result of each game in arrival order; a later one in the same batch is already late.
-                first: dict[str, tuple[IncomingResult, store.ResultRow]] = {}
-                for item in ours:
-                    if item.event_id not in fresh or item.event_id in seen:
-                        duplicates += 1
-                        continue
-                    seen.add(item.event_id)
-                    if item.producer == self.service:
-                        continue  # our own forfeit or closing draw coming back
-                    try:
-                        scored, termination = item.decide(known[item.game_id])
-                    except ValueError as error:
-                        ignored["invalid"] += 1
-                        log.warning("result ignored", extra={"game_id": item.game_id, "source": item.source,
-                                                             "error": str(error)})
-                        continue
-                    if item.game_id in first:
-                        earlier = first[item.game_id][0]
-                        if not (item.source == events.GAME_FINISHED.name
-                                and earlier.source in store.PROVISIONAL_SOURCES):
-                            ignored["already_scored"] += 1
-                            continue
-                        ignored["already_scored"] += 1  # the provisional one, replaced just below
-                    first[item.game_id] = (item, store.ResultRow(
-                        item.game_id, scored.kind.value, scored.verdict.value, termination,
-                        scored.score.white_points, scored.score.black_points, scored.score.rated,
-                        f"{item.source}:{item.event_id}",
-                    ))
-                scored_now = await store.record_results(connection, [row for _, row in first.values()],
-                                                        self.clock.now())
-                final_words = [row for game_id, (item, row) in first.items()
-                               if game_id not in scored_now and item.source == events.GAME_FINISHED.name]
-                corrected = await store.correct_results(connection, final_words)
-                touched = {row["tournament_id"] for row in (*scored_now.values(), *corrected.values())}
-                # Only a complete round has a step due; the other results of a round wake nobody.
-                complete = await store.without_open_games(connection, sorted(touched)) if touched else []
-                for game_id, (item, _) in first.items():
-                    if game_id in scored_now:
-                        applied.append((item, scored_now[game_id]))
-                    elif game_id in corrected:
-                        applied.append((item, corrected[game_id]))
-                        self.metrics.results_corrected.labels(self.service, item.source).inc()
-                        log.warning("provisional result replaced by the play site's", extra={"game_id": game_id})
-                    else:
+        async with self.pool.acquire() as connection:
+            known, seen = await store.games_and_seen(connection, CONSUMER, [(i.game_id, i.event_id) for i in incoming])
+            ignored: Counter[str] = Counter()
+            for item in incoming:
+                if item.game_id not in known and (item.claims_tournament or _OUR_GAME_ID.match(item.game_id)):
+                    ignored["unknown_game"] += 1
+            ours = [i for i in incoming if i.game_id in known]
+            # Only our games' events are deduplicated: another game's event without an id is not ours to refuse.
+            if any(not item.event_id for item in ours):
+                raise ValueError(f"{CONSUMER}: event without an event id cannot be deduplicated")
+            duplicates = 0
+            fresh: dict[str, None] = {}
+            # The first result of each game in arrival order; a later one in the same batch is already late.
+            first: dict[str, tuple[IncomingResult, store.ResultRow]] = {}
+            for item in ours:
+                if item.event_id in seen or item.event_id in fresh:
+                    duplicates += 1
+                    continue
+                fresh[item.event_id] = None
+                if item.producer == self.service:
+                    continue  # our own forfeit or closing draw coming back
+                try:
+                    scored, termination = item.decide(known[item.game_id])
+                except ValueError as error:
+                    ignored["invalid"] += 1
+                    log.warning("result ignored", extra={"game_id": item.game_id, "source": item.source,
+                                                         "error": str(error)})
+                    continue
+                if item.game_id in first:
+                    earlier = first[item.game_id][0]
+                    if not (item.source == events.GAME_FINISHED.name
+                            and earlier.source in store.PROVISIONAL_SOURCES):
                         ignored["already_scored"] += 1
+                        continue
+                    ignored["already_scored"] += 1  # the provisional one, replaced just below
+                first[item.game_id] = (item, store.ResultRow(
+                    item.game_id, scored.kind.value, scored.verdict.value, termination,
+                    scored.score.white_points, scored.score.black_points, scored.score.rated,
+                    f"{item.source}:{item.event_id}",
+                ))
+            done = store.AppliedResults({}, {}, [])
+            if fresh:
+                done = await store.apply_results(connection, CONSUMER, list(fresh), [
+                    store.ResultToApply(row, item.event_id, item.source == events.GAME_FINISHED.name)
+                    for item, row in first.values()
+                ], self.clock.now())
+        applied: list[tuple[IncomingResult, store.Row]] = []
+        for game_id, (item, _) in first.items():
+            if game_id in done.scored:
+                applied.append((item, done.scored[game_id]))
+            elif game_id in done.corrected:
+                applied.append((item, done.corrected[game_id]))
+                self.metrics.results_corrected.labels(self.service, item.source).inc()
+                log.warning("provisional result replaced by the play site's", extra={"game_id": game_id})
+            else:
+                ignored["already_scored"] += 1
         service = self.metrics.service
         for reason, count in ignored.items():
             self.metrics.results_ignored.labels(service, reason).inc(count)
-        for item, _ in applied:
-            self.metrics.results_applied.labels(service, item.source).inc()
+        for source, count in Counter(item.source for item, _ in applied).items():
+            self.metrics.results_applied.labels(service, source).inc(count)
         # Whatever decided the game, its players are free of it (and a late game.started cannot re-add them);
-        # on_finished has already freed those of the play site's own GameFinished.
+        # on_finished frees those of the play site's own GameFinished.
         still_busy = {i.game_id for i in ours if not i.players_freed}
-        await self.busy.finished([
-            (game_id, known[game_id]["white_id"], known[game_id]["black_id"]) for game_id in still_busy
-        ])
+        if still_busy:
+            await self.busy.finished([
+                (game_id, known[game_id]["white_id"], known[game_id]["black_id"]) for game_id in still_busy
+            ])
+        if before_waking is not None:
+            await before_waking
         # The next round first; watchers can wait a round trip.
-        for tournament_id in complete:
+        for tournament_id in done.complete:
             self.poke(tournament_id)
         await self._announce(applied)
         if applied:

@@ -146,14 +146,22 @@ async def games(db: Executor, tournament_id: str, round_number: int = 0) -> list
     return await db.fetch("SELECT * FROM games WHERE tournament_id = $1 ORDER BY round, board, leg", tournament_id)
 
 
-async def games_by_id(db: Executor, game_ids: Sequence[str]) -> dict[str, Row]:
-    """Our games among `game_ids`, with their tournament's rated flag."""
+async def games_and_seen(db: Executor, consumer: str, deliveries: Sequence[tuple[str, str]]
+                         ) -> tuple[dict[str, Row], set[str]]:
+    """Our games among (game id, event id) `deliveries`, and which of their events `consumer` processed before.
+
+    One round trip instead of a read and an insert in the result transaction; `apply_results`
+    records the events, and applies only those it records first.
+    """
     rows = await db.fetch(
-        "SELECT g.game_id, g.tournament_id, g.round, g.white_id, g.black_id, g.finished, t.rated, t.variant,"
-        " t.speed FROM games g JOIN tournaments t ON t.id = g.tournament_id WHERE g.game_id = ANY($1::text[])",
-        list(game_ids),
+        "SELECT e.event_id, p.event_id IS NOT NULL AS seen, g.game_id, g.tournament_id, g.round, g.white_id,"
+        " g.black_id, g.finished, t.rated"
+        " FROM unnest($1::text[], $2::text[]) AS e(game_id, event_id)"
+        " JOIN games g ON g.game_id = e.game_id JOIN tournaments t ON t.id = g.tournament_id"
+        " LEFT JOIN processed_events p ON p.consumer = $3 AND p.event_id = e.event_id",
+        [game_id for game_id, _ in deliveries], [event_id for _, event_id in deliveries], consumer,
     )
-    return {row["game_id"]: row for row in rows}
+    return {row["game_id"]: row for row in rows}, {row["event_id"] for row in rows if row["seen"]}
 
 
 # The topics whose results stand only until the play site's GameFinished says otherwise.
@@ -198,43 +206,86 @@ async def record_results(connection: asyncpg.Connection, results: Sequence[Resul
     return {row["game_id"]: row for row in rows}
 
 
-async def correct_results(connection: asyncpg.Connection, results: Sequence[ResultRow]) -> dict[str, Row]:
-    """Replace provisional results (a flag's, an abandonment's) by the play site's final ones that differ.
+@dataclass(frozen=True)
+class ResultToApply:
+    """A result for `apply_results`: the row, the event that carries it, whether it is the play site's final word."""
 
-    Only while the tournament runs: a finished tournament's table is final. Returns {game id:
-    game row} of the games corrected; the decision replaced is kept in `overruled`.
+    row: ResultRow
+    event_id: str
+    final_word: bool
+
+
+@dataclass(frozen=True)
+class AppliedResults:
+    """What `apply_results` changed: {game id: game row} scored and corrected, and the rounds now complete."""
+
+    scored: dict[str, Row]
+    corrected: dict[str, Row]
+    complete: list[str]
+
+
+async def apply_results(db: Executor, consumer: str, event_ids: Sequence[str],
+                        results: Sequence[ResultToApply], at: datetime) -> AppliedResults:
+    """Record `event_ids` as processed by `consumer` and apply the results of those recorded now, atomically.
+
+    One statement, so one round trip and its own transaction: the events are recorded (the
+    idempotency of the consumer), each game without a result is scored (the first result wins),
+    each final word (T-16..T-19) replaces a differing provisional result (a flag's, an
+    abandonment's) while the tournament runs (a finished tournament's table is final; the
+    decision replaced is kept in `overruled`), and the tournaments touched whose every requested
+    game now has a result are named. A result whose event another replica recorded meanwhile
+    changes nothing. `results` must name each game once.
     """
-    if not results:
-        return {}
-    rows = await connection.fetch(
-        """
-        UPDATE games AS g SET kind = r.kind, result = r.result, termination = r.termination,
-            white_points = r.white_points, black_points = r.black_points, rated = r.rated,
-            overruled = g.decided_by, decided_by = r.decided_by
-        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::bool[], $8::text[])
-            AS r(game_id, kind, result, termination, white_points, black_points, rated, decided_by),
-            tournaments AS t
-        WHERE g.game_id = r.game_id AND g.finished AND t.id = g.tournament_id AND t.state = 'running'
-            AND split_part(g.decided_by, ':', 1) = ANY($9::text[])
-            AND (g.kind, g.result, g.termination, g.white_points, g.black_points, g.rated)
-                IS DISTINCT FROM (r.kind, r.result, r.termination, r.white_points, r.black_points, r.rated)
-        RETURNING g.*
-        """,
-        [r.game_id for r in results], [r.kind for r in results], [r.result for r in results],
-        [r.termination for r in results], [r.white_points for r in results], [r.black_points for r in results],
-        [r.rated for r in results], [r.decided_by for r in results], list(PROVISIONAL_SOURCES),
-    )
-    return {row["game_id"]: row for row in rows}
-
-
-async def without_open_games(db: Executor, tournament_ids: Sequence[str]) -> list[str]:
-    """Those of `tournament_ids` whose every requested game has a result (their round is complete)."""
     rows = await db.fetch(
-        "SELECT t.id FROM unnest($1::text[]) AS t(id)"
-        " WHERE NOT EXISTS (SELECT 1 FROM games g WHERE g.tournament_id = t.id AND NOT g.finished)",
-        list(tournament_ids),
+        """
+        WITH fresh AS (
+            INSERT INTO processed_events (consumer, event_id) SELECT $1, unnest($2::text[])
+            ON CONFLICT DO NOTHING RETURNING event_id
+        ), chosen AS (
+            SELECT r.* FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[],
+                                   $9::int[], $10::bool[], $11::text[], $12::bool[])
+                AS r(game_id, event_id, kind, result, termination, white_points, black_points, rated, decided_by,
+                     final)
+            WHERE r.event_id IN (SELECT event_id FROM fresh)
+        ), scored AS (
+            UPDATE games AS g SET finished = true, kind = r.kind, result = r.result, termination = r.termination,
+                white_points = r.white_points, black_points = r.black_points, rated = r.rated,
+                decided_by = r.decided_by, finished_at = $13
+            FROM chosen AS r WHERE g.game_id = r.game_id AND NOT g.finished
+            RETURNING g.*
+        ), corrected AS (
+            UPDATE games AS g SET kind = r.kind, result = r.result, termination = r.termination,
+                white_points = r.white_points, black_points = r.black_points, rated = r.rated,
+                overruled = g.decided_by, decided_by = r.decided_by
+            FROM chosen AS r, tournaments AS t
+            WHERE r.final AND g.game_id = r.game_id AND g.finished AND t.id = g.tournament_id
+                AND t.state = 'running' AND split_part(g.decided_by, ':', 1) = ANY($14::text[])
+                AND (g.kind, g.result, g.termination, g.white_points, g.black_points, g.rated)
+                    IS DISTINCT FROM (r.kind, r.result, r.termination, r.white_points, r.black_points, r.rated)
+            RETURNING g.*
+        ), complete AS (
+            -- Every statement of a WITH sees the same snapshot: the games scored just above still look open.
+            SELECT x.tournament_id FROM (SELECT tournament_id FROM scored UNION SELECT tournament_id FROM corrected)
+                AS x
+            WHERE NOT EXISTS (SELECT 1 FROM games o WHERE o.tournament_id = x.tournament_id AND NOT o.finished
+                              AND o.game_id NOT IN (SELECT game_id FROM scored))
+        )
+        SELECT s.*, true AS now_scored, s.tournament_id IN (SELECT tournament_id FROM complete) AS round_complete
+        FROM scored AS s
+        UNION ALL
+        SELECT c.*, false, c.tournament_id IN (SELECT tournament_id FROM complete) FROM corrected AS c
+        """,
+        consumer, list(event_ids),
+        [r.row.game_id for r in results], [r.event_id for r in results], [r.row.kind for r in results],
+        [r.row.result for r in results], [r.row.termination for r in results], [r.row.white_points for r in results],
+        [r.row.black_points for r in results], [r.row.rated for r in results], [r.row.decided_by for r in results],
+        [r.final_word for r in results], at, list(PROVISIONAL_SOURCES),
     )
-    return [row["id"] for row in rows]
+    return AppliedResults(
+        scored={row["game_id"]: row for row in rows if row["now_scored"]},
+        corrected={row["game_id"]: row for row in rows if not row["now_scored"]},
+        complete=sorted({row["tournament_id"] for row in rows if row["round_complete"]}),
+    )
 
 
 async def due_work(db: Executor, now: datetime) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 
 import asyncpg
 
@@ -46,17 +47,6 @@ async def lock_pools(connection: asyncpg.Connection, pools: Collection[Pool]) ->
             "SELECT pg_advisory_xact_lock(hashtextextended(name, 0)) FROM unnest($1::text[]) AS t(name)",
             sorted(pool.lock_name for pool in pools),
         )
-
-
-async def rated_game_ids(connection: asyncpg.Connection, game_ids: Collection[str]) -> set[str]:
-    """Those of `game_ids` already rated (under whatever event id they came)."""
-    if not game_ids:
-        return set()
-    rows = await connection.fetch(
-        "SELECT g.game_id FROM unnest($1::text[]) AS u(game_id) JOIN rated_games AS g ON g.game_id = u.game_id",
-        list(game_ids),
-    )
-    return {row["game_id"] for row in rows}
 
 
 def _applied(row: asyncpg.Record) -> AppliedGame:
@@ -134,10 +124,13 @@ async def player_states(
     }
 
 
-async def pools_player_states(
-    connection: asyncpg.Connection, players: Mapping[Pool, Collection[str]]
-) -> dict[Pool, dict[str, PlayerState]]:
-    """`player_states` of several pools in one round trip."""
+async def rated_and_states(
+    connection: asyncpg.Connection, game_ids: Collection[str], players: Mapping[Pool, Collection[str]]
+) -> tuple[set[str], dict[Pool, dict[str, PlayerState]]]:
+    """Those of `game_ids` already rated (under whatever event id they came) and the stored states of `players`.
+
+    One round trip, both read under the pools' locks; players never rated in a pool are absent.
+    """
     variants: list[str] = []
     speeds: list[int] = []
     ids: list[str] = []
@@ -145,18 +138,24 @@ async def pools_player_states(
         variants += [pool.variant] * len(pool_players)
         speeds += [pool.speed] * len(pool_players)
         ids += pool_players
-    states: dict[Pool, dict[str, PlayerState]] = {pool: {} for pool in players}
-    if not ids:
-        return states
     rows = await connection.fetch(
         "SELECT r.variant, r.speed, r.player_id, r.rating, r.deviation, r.volatility, r.games, r.last_rated_at"
         " FROM unnest($1::text[], $2::smallint[], $3::text[]) AS u(variant, speed, player_id)"
-        " JOIN ratings AS r ON r.variant = u.variant AND r.speed = u.speed AND r.player_id = u.player_id",
-        variants, speeds, ids,
+        " JOIN ratings AS r ON r.variant = u.variant AND r.speed = u.speed AND r.player_id = u.player_id"
+        " UNION ALL SELECT NULL, NULL, g.game_id, NULL, NULL, NULL, NULL, NULL"
+        " FROM unnest($4::text[]) AS u(game_id) JOIN rated_games AS g ON g.game_id = u.game_id",
+        variants, speeds, ids, list(game_ids),
     )
-    for variant, speed, player, rating, deviation, volatility, games, last_rated_at in rows:
-        states[Pool(variant, speed)][player] = PlayerState(Rating(rating, deviation, volatility), games, last_rated_at)
-    return states
+    rated: set[str] = set()
+    states: dict[Pool, dict[str, PlayerState]] = {pool: {} for pool in players}
+    for variant, speed, player_or_game, rating, deviation, volatility, games, last_rated_at in rows:
+        if variant is None:
+            rated.add(player_or_game)
+        else:
+            states[Pool(variant, speed)][player_or_game] = PlayerState(
+                Rating(rating, deviation, volatility), games, last_rated_at
+            )
+    return rated, states
 
 
 def _game_values(pool: Pool, applied: AppliedGame) -> tuple[object, ...]:
@@ -170,13 +169,6 @@ def _game_values(pool: Pool, applied: AppliedGame) -> tuple[object, ...]:
             after.rating.rating, after.rating.rd, after.rating.vol,
         ]
     return tuple(values)
-
-
-async def insert_games(connection: asyncpg.Connection, applied: Mapping[Pool, Sequence[AppliedGame]]) -> None:
-    """Store newly rated games (the caller checked under the pools' locks that none is stored)."""
-    records = [_game_values(pool, a) for pool, games in applied.items() for a in games]
-    if records:
-        await connection.copy_records_to_table("rated_games", records=records, columns=list(_GAME_COLUMNS))
 
 
 async def rewrite_games(connection: asyncpg.Connection, applied: Sequence[AppliedGame], now: datetime) -> None:
@@ -203,10 +195,14 @@ async def rewrite_games(connection: asyncpg.Connection, applied: Sequence[Applie
 _STATE_COLUMNS = ["variant", "speed", "player_id", "rating", "deviation", "volatility", "games", "last_rated_at"]
 
 
+def _state_rows(states: Mapping[Pool, Mapping[str, PlayerState]]) -> list[tuple[object, ...]]:
+    return [(pool.variant, pool.speed, player, state.rating.rating, state.rating.rd, state.rating.vol, state.games,
+             state.last_rated_at) for pool, pool_states in states.items() for player, state in pool_states.items()]
+
+
 async def save_states(connection: asyncpg.Connection, states: Mapping[Pool, Mapping[str, PlayerState]]) -> None:
     """Upsert the players' latest states in their pools (in the caller's transaction)."""
-    rows = [(pool.variant, pool.speed, player, state.rating.rating, state.rating.rd, state.rating.vol, state.games,
-             state.last_rated_at) for pool, pool_states in states.items() for player, state in pool_states.items()]
+    rows = _state_rows(states)
     if not rows:
         return
     await connection.copy_records_to_table("ratings_incoming", records=rows, columns=_STATE_COLUMNS)
@@ -217,6 +213,62 @@ async def save_states(connection: asyncpg.Connection, states: Mapping[Pool, Mapp
         " ON CONFLICT (variant, speed, player_id) DO UPDATE SET rating = EXCLUDED.rating,"
         " deviation = EXCLUDED.deviation, volatility = EXCLUDED.volatility, games = EXCLUDED.games,"
         " last_rated_at = EXCLUDED.last_rated_at"
+    )
+
+
+# Up to this many games a batch is saved by one statement of array parameters instead of five round
+# trips (two COPYs of two each and the ratings upsert): under load every round trip waits for a busy
+# PostgreSQL, and the system's batches are mostly a few dozen games. Above it, COPY's cheaper
+# encoding per row wins over the round trips.
+ONE_STATEMENT_GAMES = 256
+
+
+def _column_type(name: str) -> str:
+    if name == "speed":
+        return "smallint"
+    if name.endswith("_at") or name.endswith("_at_before"):
+        return "timestamptz"
+    if name.endswith("games_before") or name == "games":
+        return "integer"
+    if name.endswith("_id") or name == "variant":
+        return "text"
+    return "double precision"
+
+
+@cache
+def _save_statement() -> str:
+    games = ", ".join(f"${i + 1}::{_column_type(name)}[]" for i, name in enumerate(_GAME_COLUMNS))
+    offset = len(_GAME_COLUMNS)
+    states = ", ".join(f"${offset + i + 1}::{_column_type(name)}[]" for i, name in enumerate(_STATE_COLUMNS))
+    return (
+        f"WITH games AS (INSERT INTO rated_games ({', '.join(_GAME_COLUMNS)}) SELECT * FROM unnest({games}))"
+        f" INSERT INTO ratings ({', '.join(_STATE_COLUMNS)}) SELECT * FROM unnest({states})"
+        " ON CONFLICT (variant, speed, player_id) DO UPDATE SET rating = EXCLUDED.rating,"
+        " deviation = EXCLUDED.deviation, volatility = EXCLUDED.volatility, games = EXCLUDED.games,"
+        " last_rated_at = EXCLUDED.last_rated_at"
+    )
+
+
+async def save_rated(
+    connection: asyncpg.Connection, applied: Mapping[Pool, Sequence[AppliedGame]],
+    states: Mapping[Pool, Mapping[str, PlayerState]],
+) -> None:
+    """Store newly rated games and upsert their players' states; one round trip when the batch is small."""
+    games = [_game_values(pool, a) for pool, pool_games in applied.items() for a in pool_games]
+    if len(games) > ONE_STATEMENT_GAMES:
+        # The caller checked under the pools' locks that none of these games is stored.
+        await connection.copy_records_to_table("rated_games", records=games, columns=list(_GAME_COLUMNS))
+        await save_states(connection, states)
+        return
+    if not games:
+        await save_states(connection, states)
+        return
+    # Never empty: a rated game moves both of its players.
+    rows = _state_rows(states)
+    await connection.execute(
+        _save_statement(),
+        *(list(column) for column in zip(*games, strict=True)),
+        *(list(column) for column in zip(*rows, strict=True)),
     )
 
 

@@ -45,7 +45,7 @@ from arbiter.kit.events import Topic
 SERVICE_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
     "rating": {"rating": ("game.finished",)},
     "pairing": {"pairing": ("game.started", "game.finished", "clock.flagged", "game.abandoned")},
-    "arena": {"arena": ("game.finished",), "arena-moves": ("game.move_made",)},
+    "arena": {"arena": ("game.finished", "game.move_made")},
     "openings": {"openings": ("tournament.cancelled",)},
     # The lifecycle topics share one consumer; moves have their own (services/clock/main.py).
     "clock": {"clock.lifecycle": ("game.requested", "game.started", "game.presence_changed", "arena.boost_taken",

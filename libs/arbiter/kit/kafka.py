@@ -93,7 +93,7 @@ def subscribe(
         "description": f"{topic.message.DESCRIPTOR.full_name} consumed by {group_id}",
     }
     if batch:
-        options.update(batch=True, max_records=max_records, batch_timeout_ms=50)
+        options.update(batch=True, max_records=max_records, batch_timeout_ms=settings.kafka_batch_poll_ms)
     subscriber = broker.subscriber(topic.name, **options)
     subscriber(on_message)
     return subscriber
@@ -150,7 +150,7 @@ def subscribe_many(
         heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
         fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
         decoder=decode,
-        batch=True, max_records=max_records, batch_timeout_ms=50,
+        batch=True, max_records=max_records, batch_timeout_ms=settings.kafka_batch_poll_ms,
         title=f"{group_id}:{','.join(names)}",
         description=f"{', '.join(by_name[n][0].message.DESCRIPTOR.full_name for n in names)} consumed by {group_id}",
     )

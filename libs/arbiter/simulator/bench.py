@@ -195,6 +195,41 @@ def cpu_seconds(metrics: dict[str, str]) -> dict[str, float]:
     return {name: scrape(url).get("process_cpu_seconds_total", 0.0) for name, url in metrics.items()}
 
 
+# Where a result's way to the next pairing goes, inside the pairing service: (label, histogram series).
+PAIRING_PARTS = (
+    ("result age at handling", "arbiter_result_age_seconds"),
+    ("game.finished handler", 'arbiter_event_handler_seconds{topic="game.finished"}'),
+    ("wake -> worker step", "arbiter_tournament_step_wait_seconds"),
+    ("pairing a round", 'arbiter_pairing_seconds{format="round_robin"}'),
+)
+
+
+def histogram_totals(url: str, series: Sequence[str]) -> dict[str, tuple[float, float]]:
+    """(sum, count) of each histogram `series` ("name" or "name{label="value",...}"), over its matching labels."""
+    samples = scrape(url)
+    totals = {}
+    for name in series:
+        base, _, wanted = name.partition("{")
+        pairs = [pair for pair in wanted.rstrip("}").split(",") if pair]
+        totals[name] = (_matching(samples, base + "_sum", pairs), _matching(samples, base + "_count", pairs))
+    return totals
+
+
+def _matching(samples: dict[str, float], name: str, pairs: Sequence[str]) -> float:
+    return sum(value for key, value in samples.items()
+               if (key == name or key.startswith(name + "{")) and all(pair in key for pair in pairs))
+
+
+def mean_ms(before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]]) -> dict[str, float | None]:
+    """Mean of each histogram between two `histogram_totals` readings, in ms (None: no observation)."""
+    means: dict[str, float | None] = {}
+    for name, (total, count) in after.items():
+        total_before, count_before = before.get(name, (0.0, 0.0))
+        observations = count - count_before
+        means[name] = round((total - total_before) / observations * 1000, 1) if observations > 0 else None
+    return means
+
+
 def consumed(url: str, topic: str) -> float:
     """arbiter_events_consumed_total of one service for one topic, every outcome but errors."""
     total = 0.0
@@ -376,6 +411,8 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
             pairing_before = consumed(pairing_metrics, events.GAME_FINISHED.name) if pairing_metrics else 0.0
             rated_before = watch.count
             sent_before = set(playsite.result_sent)
+            parts_before = histogram_totals(pairing_metrics, [series for _, series in PAIRING_PARTS]) \
+                if pairing_metrics else {}
             began = time.monotonic()
             await asyncio.sleep(config.stage_seconds)
             elapsed = time.monotonic() - began
@@ -385,6 +422,8 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
             games = [g for g in playsite.result_sent if g not in sent_before]
             await asyncio.sleep(1.0)  # let the last results of the stage reach the rating service
             pairing_after = consumed(pairing_metrics, events.GAME_FINISHED.name) if pairing_metrics else 0.0
+            parts = mean_ms(parts_before, histogram_totals(pairing_metrics, list(parts_before))) \
+                if pairing_metrics else {}
             stage = {
                 "offered_results_per_s": rate, "seconds": round(elapsed, 1),
                 "results_per_s": round(finished / elapsed, 1),
@@ -397,12 +436,14 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                 "bench_process_cpu_percent": round(own_cpu / elapsed * 100, 1),
                 "result_to_rating_updated_ms": latency_ms(playsite.result_sent, watch.first_seen, games),
                 "cpu_percent": _cpu(cpu_before, cpu_after, elapsed),
+                "pairing_parts_mean_ms": {label: parts.get(series) for label, series in PAIRING_PARTS},
             }
             stages.append(stage)
             say(f"rates: offered {rate}/s -> {stage['results_per_s']}/s results, next pairing "
                 f"{stage['result_to_next_pairing_ms']} (of which request -> play site "
                 f"{stage['requested_to_play_site_ms']}), rating {stage['result_to_rating_updated_ms']}, "
-                f"play site CPU {stage['bench_process_cpu_percent']}%")
+                f"play site CPU {stage['bench_process_cpu_percent']}%; inside pairing, means in ms: "
+                f"{stage['pairing_parts_mean_ms']}")
             if playsite.backlog == 0 and finished / elapsed < 0.5 * rate:
                 say("rates: the system supplies no more games than this; higher rates are not tried")
                 break

@@ -147,3 +147,66 @@ async def _scenario(bootstrap: str) -> None:
 
 def test_play_site_plays_reports_and_yields(kafka_bootstrap: str) -> None:
     asyncio.run(_scenario(kafka_bootstrap))
+
+
+async def _instant_scenario(bootstrap: str) -> None:
+    await ensure_topics(bootstrap, 4)
+    prefix = f"pi{uuid.uuid4().hex[:6]}-"
+    playsite = PlaySite(bootstrap, TimeSource(600.0, datetime.now(UTC)), Profiles(seed=5), PlaySiteConfig(
+        seed=5, group_id=f"{prefix}playsite", player_prefix=prefix, instant_results=True, result_rate=200.0))
+    reader = AIOKafkaConsumer(events.GAME_STARTED.name, events.GAME_FINISHED.name, bootstrap_servers=bootstrap,
+                              auto_offset_reset="earliest", group_id=None, enable_auto_commit=False)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await reader.start()
+    await producer.start()
+    await playsite.start()
+    try:
+        games = [f"{prefix}g{n}" for n in range(40)]
+        for n, game_id in enumerate(games):
+            await _send(producer, _request(game_id, f"{prefix}w{n}", f"{prefix}b{n}"))
+        foreign = f"{prefix}other"
+        await _send(producer, _request(foreign, "someone", "else"))  # not of this run's population
+
+        # Every game gets its start and its result, once each, keyed and labelled like any event.
+        records: dict[tuple[str, str], list] = defaultdict(list)
+        deadline = asyncio.get_running_loop().time() + 60
+        while len(records) < 2 * len(games) and asyncio.get_running_loop().time() < deadline:
+            for batch in (await reader.getmany(timeout_ms=200)).values():
+                for record in batch:
+                    event = events.topic_named(record.topic).decode(record.value)
+                    if event.game_id.startswith(prefix):
+                        records[(event.game_id, record.topic)].append((record, event))
+        assert all(len(found) == 1 for found in records.values())
+        assert {game_id for game_id, _ in records} == set(games)
+        for game_id in games:
+            (started_record, started), = records[(game_id, events.GAME_STARTED.name)]
+            (finished_record, finished), = records[(game_id, events.GAME_FINISHED.name)]
+            for record, event, kind in ((started_record, started, "started"), (finished_record, finished, "finished")):
+                assert record.key == game_id.encode()
+                assert dict(record.headers) == {"event-id": f"{game_id}/{kind}".encode(),
+                                                "event-type": type(event).__name__.encode()}
+                assert event.meta.event_id == f"{game_id}/{kind}" and event.meta.producer == "playsite"
+                assert event.meta.HasField("occurred_at")
+            assert started.competition.id == finished.competition.id == f"{game_id}-t"
+            assert started.time_control.fischer.base_seconds == 180
+            # The result is the game's first draw from its own random source (seed and game id).
+            expected = playsite.game_rng(_request(game_id, "", "")).choice(
+                (common.GAME_RESULT_WHITE_WINS, common.GAME_RESULT_BLACK_WINS, common.GAME_RESULT_DRAW))
+            assert finished.result == expected
+            assert finished.termination == (common.TERMINATION_DRAW_AGREED if expected == common.GAME_RESULT_DRAW
+                                             else common.TERMINATION_RESIGNATION)
+            assert finished.white_sat and finished.black_sat and finished.plies == 2 and finished.rated
+            assert not finished.white_boosted and not finished.black_boosted
+            assert finished.started_at == started.started_at and finished.finished_at.ToDatetime() >= started.started_at.ToDatetime()
+            assert game_id in playsite.result_sent
+        assert playsite.stats.requested == playsite.stats.started == playsite.stats.finished == len(games)
+        assert playsite.stats.decided_elsewhere == 0 and playsite.stats.errors == 0 and playsite.backlog == 0
+        assert foreign not in playsite.result_sent
+    finally:
+        await playsite.stop()
+        await producer.stop()
+        await reader.stop()
+
+
+def test_instant_results_publish_each_game_start_and_result_once(kafka_bootstrap: str) -> None:
+    asyncio.run(_instant_scenario(kafka_bootstrap))

@@ -138,3 +138,30 @@ async def test_a_waiting_game_copy_misses_no_move_parked_elsewhere(replicas) -> 
     record = await b.live.load(other)
     assert record is not None and record.ply == 1 and record.clock is not None and record.clock.white.moves == 1
     assert record.status.value == "over"
+
+
+async def test_a_request_written_unread_never_overwrites_a_stored_game(replicas) -> None:  # type: ignore[no-untyped-def]
+    a, b = replicas
+    t0 = datetime.now(UTC) - timedelta(seconds=30)
+    # GameStarted and a move overtook GameRequested (topics are unordered), on the other replica.
+    game = f"cache-{uuid.uuid4().hex[:8]}"
+    await b.on_started([started(game, t0)])
+    await b.on_moves([move(game, 1, t0 + timedelta(seconds=1))])
+    await a.on_requested([requested(game)])
+    record = await b.live.load(game)
+    assert record is not None and record.status.value == "running" and record.ply == 1
+    assert record.meta.requested and record.meta.rated, "the request's facts were merged into the stored game"
+
+    # A move parked before any GameRequested: the request finds it, the start applies it.
+    early = f"cache-{uuid.uuid4().hex[:8]}"
+    await b.on_moves([move(early, 1, t0 + timedelta(seconds=1))])
+    await a.on_requested([requested(early)])
+    await a.on_started([started(early, t0)])
+    record = await b.live.load(early)
+    assert record is not None and record.ply == 1 and record.clock is not None and record.clock.white.moves == 1
+
+    # A redelivered GameRequested of a finished game changes nothing.
+    await a.on_finished([ev.GameFinished(game_id=game)])
+    await b.on_requested([requested(game)])
+    record = await a.live.load(game)
+    assert record is not None and record.status.value == "over" and record.ply == 1

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import urllib.request
+import uuid
 from datetime import timedelta
 
 import grpc
 import pytest
+import redis.asyncio as aioredis
 from pairing_checks import assert_finished_as_the_rules_say
 from pairing_support import player, registered
 from playsite import Behaviour, PlaySite
@@ -16,6 +18,11 @@ from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.kit.events import timestamp
+from arbiter.kit.metrics import Metrics
+from services.pairing.busy import BusyRegistry
+from services.pairing.metrics import PairingMetrics
+from services.pairing.results import ResultDesk, from_finished, from_flag
+from services.pairing.watch import WatchHub
 
 
 @pytest.fixture(scope="module")
@@ -219,3 +226,52 @@ async def test_the_play_sites_final_word_replaces_a_differing_flag(pairing, site
     await asyncio.sleep(1.0)
     assert (await game_row()).result == common.GAME_RESULT_WHITE_WINS
     assert metric(pairing, "arbiter_results_corrected_total", source="game.finished") == corrected_before + 1
+
+
+async def test_one_batch_with_a_flag_and_the_final_word_applies_once_even_delivered_again(pairing, site) -> None:
+    """A batch that holds a game's flag and then its final word scores the final word (T-16..T-19), completes
+    the round once, and the same batch delivered again (after a crash) changes nothing."""
+    entrants = [player("batch") for _ in range(4)]
+    tournament_id = await open_tournament(pairing, site, entrants, Behaviour(hold=True))
+    log = site.logs[tournament_id]
+    # Round 1: two boards, a game each way (T-8 for four entrants: a double round robin).
+    await site.wait_for(lambda: len(log.requests) >= 4, 60, "round 1's games")
+    first, second, *others = sorted((requests[0] for requests in log.requests.values()), key=lambda r: r.game_id)
+    redis = aioredis.from_url(pairing.settings.redis_url)
+    woken: list[str] = []
+    desk = ResultDesk(pairing.db, pairing.clock, BusyRegistry(redis, 600), WatchHub(redis),
+                      PairingMetrics.create(Metrics("pairing-batch-test")), woken.append, "pairing")
+
+    def finished(request: ev.GameRequested, result: int, event_id: str) -> ev.GameFinished:
+        event = ev.GameFinished(
+            game_id=request.game_id, white_id=request.white_id, black_id=request.black_id,
+            competition=request.competition, result=result, termination=common.TERMINATION_RESIGNATION,
+            white_sat=True, black_sat=True)
+        event.meta.event_id = event_id
+        return event
+
+    flag = ev.ClockFlagged(game_id=first.game_id, loser_id=first.white_id, reason=common.TERMINATION_TIME)
+    flag.meta.event_id = f"batch-flag-{first.game_id}"
+    batch = [from_flag(flag), from_finished(finished(first, common.GAME_RESULT_WHITE_WINS, f"batch-{first.game_id}")),
+             from_finished(finished(second, common.GAME_RESULT_DRAW, f"batch-{second.game_id}")),
+             from_finished(finished(second, common.GAME_RESULT_BLACK_WINS, f"batch-late-{second.game_id}")),
+             *(from_finished(finished(other, common.GAME_RESULT_DRAW, f"batch-{other.game_id}")) for other in others)]
+    # Another game of the site whose event has no id: not ours to deduplicate, so it blocks nothing.
+    casual = ev.GameFinished(game_id=f"casual-{uuid.uuid4().hex[:8]}", white_id=player(), black_id=player(),
+                             competition=common.CompetitionRef(kind=common.COMPETITION_KIND_CASUAL),
+                             result=common.GAME_RESULT_DRAW, termination=common.TERMINATION_DRAW_AGREED)
+    batch.insert(1, from_finished(casual))
+    try:
+        assert await desk.apply(batch) == "handled"
+        rows = {r["game_id"]: r for r in await pairing.db.fetch(
+            "SELECT * FROM games WHERE game_id = ANY($1::text[])", [first.game_id, second.game_id])}
+        assert rows[first.game_id]["result"] == "white_wins" and rows[first.game_id]["decided_by"].startswith(
+            "game.finished:")
+        assert rows[second.game_id]["result"] == "draw"
+        assert woken == [tournament_id]  # the round is complete: its last results wake the scheduler once
+        assert await desk.apply(batch) == "duplicate"
+        again = {r["game_id"]: r for r in await pairing.db.fetch(
+            "SELECT * FROM games WHERE game_id = ANY($1::text[])", [first.game_id, second.game_id])}
+        assert again == rows and woken == [tournament_id]
+    finally:
+        await redis.aclose()
