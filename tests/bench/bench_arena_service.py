@@ -64,6 +64,7 @@ from arbiter.kit.events import timestamp
 from arbiter.kit.kafka import ensure_topics, make_outbox_producer, outbox_publisher
 from arbiter.kit.outbox import OutboxRelay
 from arbiter.kit.runtime import connect
+from arbiter.simulator.bench import process_cpu_seconds
 from services.arena.hot import HotStore
 from services.arena.lifecycle import Lifecycle
 from services.arena.main import MIGRATIONS, tune_garbage_collector
@@ -276,8 +277,7 @@ async def run(args: argparse.Namespace, stack: SystemStack) -> None:
 
 def service_cpu_seconds(pid: int) -> float:
     """User + system CPU of a process so far, from /proc (clock-tick resolution)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return process_cpu_seconds(pid)[1]
 
 
 def foreign_game(number: int, at) -> tuple[ev.GameStarted, ev.GameFinished]:  # noqa: ANN001

@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -190,9 +191,43 @@ def scrape(url: str) -> dict[str, float]:
     return samples
 
 
+# The servers beside the services, by the start of their process name (tansu's carries its version):
+# where the rest of the two cores goes.
+INFRASTRUCTURE_PROCESSES = (("tansu", "tansu"), ("postgres", "postgres (every cluster)"), ("redis-server", "redis (every server)"))
+
+
 def cpu_seconds(metrics: dict[str, str]) -> dict[str, float]:
-    """process_cpu_seconds_total of each service."""
-    return {name: scrape(url).get("process_cpu_seconds_total", 0.0) for name, url in metrics.items()}
+    """process_cpu_seconds_total of each service, and the CPU seconds of the infrastructure servers."""
+    seconds = {name: scrape(url).get("process_cpu_seconds_total", 0.0) for name, url in metrics.items()}
+    seconds.update(infrastructure_cpu_seconds())
+    return seconds
+
+
+def process_cpu_seconds(pid: int | str) -> tuple[str, float]:
+    """A process's name and user + system CPU seconds so far, from Linux /proc (OSError once it ended)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    name, after = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+    # utime and stime are fields 14 and 15 of stat, the 12th and 13th after the name.
+    return name, (int(after[11]) + int(after[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def infrastructure_cpu_seconds() -> dict[str, float]:
+    """CPU seconds of the live tansu, PostgreSQL and Redis processes (empty without /proc)."""
+    totals: dict[str, float] = {}
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return totals
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            name, seconds = process_cpu_seconds(entry.name)
+        except OSError:
+            continue  # the process ended meanwhile
+        label = next((label for prefix, label in INFRASTRUCTURE_PROCESSES if name.startswith(prefix)), None)
+        if label is not None:
+            totals[label] = totals.get(label, 0.0) + seconds
+    return totals
 
 
 # Where a result's way to the next pairing goes, inside the pairing service: (label, histogram series).
@@ -585,7 +620,7 @@ def summary(report: Report) -> str:
         lines.append("tournament results at rising offered rates (instant results, round robins of 16):")
         lines.append(f"  {'offered':>8} {'results/s':>9} {'pairing/s':>9} {'rating upd/s':>12} "
                      f"{'next pairing p50/p99 ms':>24} {'of it, delivery p50/p99':>24} "
-                     f"{'rating updated p50/p99 ms':>26}  CPU % per service (+ play site)")
+                     f"{'rating updated p50/p99 ms':>26}  CPU % per service and server (+ play site)")
         for s in report.stages:
             np, ru = s["result_to_next_pairing_ms"], s["result_to_rating_updated_ms"]
             delivery = s.get("requested_to_play_site_ms", {"p50": None, "p99": None})
