@@ -272,15 +272,6 @@ class PlaySite:
             await channel.close()
         self._channels.clear()
 
-    async def wait_idle(self, timeout: float) -> bool:
-        """Wait (real seconds) until no game is being played; False on timeout."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not any(live.task is not None and not live.task.done() for live in self.games.values()):
-                return True
-            await asyncio.sleep(0.1)
-        return False
-
     # -- consumed events -------------------------------------------------------------------
 
     async def _on_requested(self, batch: Sequence[ev.GameRequested]) -> str:
