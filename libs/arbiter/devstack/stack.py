@@ -24,6 +24,10 @@ from arbiter.devstack.processes import ManagedProcess, free_port, port_open
 SERVICE_NAMES = ("openings", "rating", "clock", "arena", "pairing")
 DEFAULT_GRPC_PORTS = {"pairing": 50051, "clock": 50052, "arena": 50053, "rating": 50054, "openings": 50055}
 DEFAULT_METRICS_PORTS = {"pairing": 9101, "clock": 9102, "arena": 9103, "rating": 9104, "openings": 9105}
+# Partitions per topic on the embedded broker (unless KAFKA_PARTITIONS is set). One replica per
+# service gains nothing from more, and tansu's cost grows with the partitions every fetch names: with 4,
+# 19% of a core idle and 47% under the bench's played games; with 1, 12% and 23% (issue 9 note).
+EMBEDDED_KAFKA_PARTITIONS = 1
 
 
 @dataclass
@@ -64,6 +68,7 @@ class SystemStack:
     # their own would read every topic from its beginning (a new group starts at the earliest offset).
     kafka_group_prefix: str = ""
     kafka_bootstrap: str = ""
+    kafka_embedded: bool = False
     redis_url: str = ""
     database_url: str = ""
     time_origin: str = ""
@@ -110,6 +115,7 @@ class SystemStack:
             port = free_port() if self.free_ports or port_open("127.0.0.1", 9092) else 9092
             self._infra.append(start_tansu(port, self.log_dir / "tansu.log"))
             self.kafka_bootstrap = f"127.0.0.1:{port}"
+            self.kafka_embedded = True
             self.say(f"kafka      {self.kafka_bootstrap} (embedded tansu, memory storage)")
         given_redis = self.environ.get("REDIS_URL", "")
         if given_redis and redis_reachable(given_redis):
@@ -148,6 +154,8 @@ class SystemStack:
             env[f"{other.name.upper()}_GRPC_ADDR"] = other.grpc_address
         if self.kafka_group_prefix:
             env.setdefault("KAFKA_GROUP_PREFIX", self.kafka_group_prefix)
+        if self.kafka_embedded:
+            env.setdefault("KAFKA_PARTITIONS", str(EMBEDDED_KAFKA_PARTITIONS))
         env.update(self._auth_env())
         env.update(self.extra_env)
         return env

@@ -221,6 +221,8 @@ class PlaySite:
         self._casual_serial = 0
         self._started = False
         self.result_rate = self.config.result_rate
+        # Load benchmark: while set, queued instant games wait for `release_held`.
+        self.holding = False
         self._instant: deque[ev.GameRequested] = deque()
         # Load benchmark: when each instant result was published (real monotonic seconds).
         self.result_sent: dict[str, float] = {}
@@ -357,6 +359,9 @@ class PlaySite:
         while True:
             await asyncio.sleep(tick)
             now = time.monotonic()
+            if self.holding:
+                last = now
+                continue
             rate = self.result_rate
             allowance = allowance + (now - last) * rate if rate > 0 else float(len(self._instant))
             allowance = min(allowance, max(rate * 0.1, 1.0)) if rate > 0 else allowance
@@ -377,6 +382,13 @@ class PlaySite:
                     self.stats.errors += len(slice_)
                     log.error("instant games failed", extra={
                         "game_ids": [request.game_id for request in slice_], "error": repr(error)})
+
+    async def release_held(self) -> list[str]:
+        """Publish the results of every queued instant game at once; return their game ids."""
+        slice_ = list(self._instant)
+        self._instant.clear()
+        await self._instant_slice(slice_)
+        return [request.game_id for request in slice_]
 
     async def _instant_slice(self, requests: Sequence[ev.GameRequested]) -> None:
         """Start and finish a slice of instant games: their GameStarted and GameFinished events in whole batches.

@@ -149,11 +149,22 @@ def test_play_site_plays_reports_and_yields(kafka_bootstrap: str) -> None:
     asyncio.run(_scenario(kafka_bootstrap))
 
 
+def _instant_playsite(bootstrap: str, prefix: str, result_rate: float = 0.0) -> PlaySite:
+    return PlaySite(bootstrap, TimeSource(600.0, datetime.now(UTC)), Profiles(seed=5), PlaySiteConfig(
+        seed=5, group_id=f"{prefix}playsite", player_prefix=prefix, instant_results=True, result_rate=result_rate))
+
+
+async def _request_games(producer: AIOKafkaProducer, prefix: str, count: int) -> list[str]:
+    games = [f"{prefix}g{n}" for n in range(count)]
+    for n, game_id in enumerate(games):
+        await _send(producer, _request(game_id, f"{prefix}w{n}", f"{prefix}b{n}"))
+    return games
+
+
 async def _instant_scenario(bootstrap: str) -> None:
     await ensure_topics(bootstrap, 4)
     prefix = f"pi{uuid.uuid4().hex[:6]}-"
-    playsite = PlaySite(bootstrap, TimeSource(600.0, datetime.now(UTC)), Profiles(seed=5), PlaySiteConfig(
-        seed=5, group_id=f"{prefix}playsite", player_prefix=prefix, instant_results=True, result_rate=200.0))
+    playsite = _instant_playsite(bootstrap, prefix, result_rate=200.0)
     reader = AIOKafkaConsumer(events.GAME_STARTED.name, events.GAME_FINISHED.name, bootstrap_servers=bootstrap,
                               auto_offset_reset="earliest", group_id=None, enable_auto_commit=False)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
@@ -161,9 +172,7 @@ async def _instant_scenario(bootstrap: str) -> None:
     await producer.start()
     await playsite.start()
     try:
-        games = [f"{prefix}g{n}" for n in range(40)]
-        for n, game_id in enumerate(games):
-            await _send(producer, _request(game_id, f"{prefix}w{n}", f"{prefix}b{n}"))
+        games = await _request_games(producer, prefix, 40)
         foreign = f"{prefix}other"
         await _send(producer, _request(foreign, "someone", "else"))  # not of this run's population
 
@@ -210,3 +219,33 @@ async def _instant_scenario(bootstrap: str) -> None:
 
 def test_instant_results_publish_each_game_start_and_result_once(kafka_bootstrap: str) -> None:
     asyncio.run(_instant_scenario(kafka_bootstrap))
+
+
+async def _held_scenario(bootstrap: str) -> None:
+    await ensure_topics(bootstrap, 4)
+    prefix = f"ph{uuid.uuid4().hex[:6]}-"
+    playsite = _instant_playsite(bootstrap, prefix)
+    playsite.holding = True
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    await playsite.start()
+    try:
+        games = await _request_games(producer, prefix, 30)
+        deadline = asyncio.get_running_loop().time() + 60
+        while playsite.backlog < len(games) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # several ticks of the instant loop: held games stay queued
+        assert playsite.backlog == len(games) and not playsite.result_sent
+
+        released = await playsite.release_held()
+
+        assert sorted(released) == sorted(games)
+        assert set(playsite.result_sent) == set(games) and playsite.backlog == 0
+        assert playsite.stats.started == playsite.stats.finished == len(games) and playsite.stats.errors == 0
+    finally:
+        await playsite.stop()
+        await producer.stop()
+
+
+def test_held_instant_games_wait_and_are_released_in_one_go(kafka_bootstrap: str) -> None:
+    asyncio.run(_held_scenario(kafka_bootstrap))

@@ -25,6 +25,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--firehose-rates", type=int, nargs="+", help="offered results per second onto game.finished")
     parser.add_argument("--stage-seconds", type=float, help="real seconds per offered rate")
     parser.add_argument("--tournaments", type=int, help="round robins of 16 created for the rate stages")
+    parser.add_argument("--burst-tournaments", type=int,
+                        help="round robins of 16 whose first round finishes at once (0: no burst stage)")
     parser.add_argument("--time-scale", type=float, default=BENCH_TIME_SCALE, help="competition seconds per second")
     parser.add_argument("--state-dir", type=Path, help="logs and embedded PostgreSQL data (default: a temp dir)")
     parser.add_argument("--json-out", type=Path, default=Path("bench-results.json"), help="where to write JSON")
@@ -42,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Start the embedded stack and the five services, then drive them with the simulator: raw "
                     "Kafka produce/consume and Redis rates, played games (moves/s), tournament results at "
                     "rising rates (results/s, result -> next pairing, result -> rating updated, CPU per "
-                    "service from /metrics) and a result firehose into the rating service. Writes JSON.",
+                    "service from /metrics), a whole round finishing at once, and a result firehose into the rating service. Writes JSON.",
     )
     _add_arguments(parser)
     parser.set_defaults(handler=run)
@@ -67,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if args.quick:
         config = replace(config, rates=(250, 1000), stage_seconds=5.0, tournaments=30, played_tournaments=4,
                          played_seconds=8.0, firehose_rates=(1000,), firehose_seconds=3.0, drain_seconds=20.0,
-                         raw_messages=20_000, redis_ops=20_000)
+                         raw_messages=20_000, redis_ops=20_000, burst_tournaments=25)
     if args.rates:
         config = replace(config, rates=tuple(args.rates))
     if args.firehose_rates:
@@ -76,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         config = replace(config, stage_seconds=args.stage_seconds)
     if args.tournaments:
         config = replace(config, tournaments=args.tournaments)
+    if args.burst_tournaments is not None:
+        config = replace(config, burst_tournaments=args.burst_tournaments)
     out = sys.stderr if args.json else sys.stdout
     say = lambda line: print(line, file=out, flush=True)  # noqa: E731 - progress must show when piped
     with tempfile.TemporaryDirectory(prefix="arbiter-bench-") as scratch:

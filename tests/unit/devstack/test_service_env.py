@@ -1,0 +1,28 @@
+"""What a service process of the development stack starts with: the embedded broker's partitions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from arbiter.devstack.stack import ServiceProcess, SystemStack
+
+
+def _stack(tmp_path: Path, environ: dict[str, str], *, embedded: bool) -> SystemStack:
+    stack = SystemStack(tmp_path, environ=environ, kafka_bootstrap="127.0.0.1:1", kafka_embedded=embedded)
+    stack.services["rating"] = ServiceProcess("rating", 50054, 9104)
+    return stack
+
+
+def test_services_on_the_embedded_broker_create_topics_of_one_partition(tmp_path: Path) -> None:
+    env = _stack(tmp_path, {}, embedded=True).service_env("rating")
+    assert env["KAFKA_PARTITIONS"] == "1"
+
+
+def test_an_operators_partition_count_wins_on_the_embedded_broker(tmp_path: Path) -> None:
+    env = _stack(tmp_path, {"KAFKA_PARTITIONS": "6"}, embedded=True).service_env("rating")
+    assert env["KAFKA_PARTITIONS"] == "6"
+
+
+def test_a_given_broker_keeps_the_services_default_partitions(tmp_path: Path) -> None:
+    env = _stack(tmp_path, {}, embedded=False).service_env("rating")
+    assert "KAFKA_PARTITIONS" not in env
