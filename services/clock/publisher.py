@@ -15,10 +15,10 @@ import logging
 from collections.abc import Sequence
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.partitioner import DefaultPartitioner
 
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.events import CLOCK_STATE
+from arbiter.kit.kafka import partition_for_key
 from arbiter.kit.metrics import Metrics
 from services.clock.messages import EncodedState, encoded_state
 
@@ -35,7 +35,6 @@ class StatePublisher:
             max_batch_size=512 * 1024, request_timeout_ms=30_000,
         )
         self.metrics = metrics
-        self.partitioner = DefaultPartitioner()
         self._partitions: list[int] = []
         # murmur2 in pure Python costs more than the rest of a send: remember each game's partition.
         self._partition_of: dict[bytes, int] = {}
@@ -73,7 +72,7 @@ class StatePublisher:
             if partition is None:
                 if len(partition_of) > 200_000:
                     partition_of.clear()
-                partition = partition_of[key] = self.partitioner(key, partitions, partitions)
+                partition = partition_of[key] = partition_for_key(key, partitions)
             builders = batches.get(partition)
             if builders is None:
                 builders = batches[partition] = [create_batch()]

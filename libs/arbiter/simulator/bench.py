@@ -529,7 +529,8 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
         scored_at: float | None = None
         deadline = began + config.drain_seconds
         while time.monotonic() < deadline:
-            if scored_at is None and consumed(pairing_metrics, events.GAME_FINISHED.name) - pairing_before >= len(games):
+            if scored_at is None and \
+                    consumed(pairing_metrics, events.GAME_FINISHED.name) - pairing_before >= len(games):
                 scored_at = time.monotonic()
             if scored_at is not None and all(g in watch.first_seen for g in games) \
                     and playsite.backlog >= len(games):
