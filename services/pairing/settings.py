@@ -28,7 +28,8 @@ class PairingSettings(WatchSettings):
     busy_ttl_seconds: int = Field(default=86400, ge=60)
     # Events per batch from game.finished and game.started: a batch costs two round trips whatever
     # its size, so when a whole round finishes at once larger batches take the results in sooner
-    # (5,000 at once: 2,076/s at 500, 2,314-2,416/s at 2,000; issue 9 note). Steady load makes small batches anyway.
+    # (5,000 at once: 2,076/s at 500, 2,314-2,416/s at 2,000; issue 9 note). Steady load makes small
+    # batches anyway.
     result_batch_size: int = Field(default=2000, ge=1)
     # The Kafka consumer group of this deployment's replicas (offsets live with it). Systems sharing
     # one broker, like the test suite's, each need their own: tansu can leave a group whose members

@@ -31,6 +31,14 @@ class OutboxRecord:
 
 
 Publisher = Callable[[Sequence[OutboxRecord]], Awaitable[None]]
+
+
+def record_of(event: Message) -> OutboxRecord:
+    """A stamped event as a record for a batch publisher, never stored (id 0)."""
+    topic = topic_of(event)
+    return OutboxRecord(id=0, topic=topic.name, key=topic.key_of(event), payload=event.SerializeToString(),
+                        event_id=event.meta.event_id,  # type: ignore[attr-defined]
+                        event_type=event.DESCRIPTOR.name)
 # Above this many events in one add, COPY (two round trips, cheap per row) beats one INSERT.
 _COPY_FROM_ROWS = 64
 

@@ -42,7 +42,7 @@ from arbiter.contracts import tournament_pb2_grpc
 from arbiter.kit import events
 from arbiter.kit.events import timestamp
 from arbiter.kit.kafka import outbox_publisher
-from arbiter.kit.outbox import OutboxRecord
+from arbiter.kit.outbox import record_of
 from arbiter.kit.timesource import TimeSource
 from arbiter.simulator.behaviour import Behaviour, Profiles
 from arbiter.simulator.playsite import PlaySite, PlaySiteConfig
@@ -200,7 +200,9 @@ def scrape(url: str) -> dict[str, float]:
 
 # The servers beside the services, by the start of their process name (tansu's carries its version):
 # where the rest of the two cores goes.
-INFRASTRUCTURE_PROCESSES = (("tansu", "tansu"), ("postgres", "postgres (every cluster)"), ("redis-server", "redis (every server)"))
+INFRASTRUCTURE_PROCESSES = (
+    ("tansu", "tansu"), ("postgres", "postgres (every cluster)"), ("redis-server", "redis (every server)"),
+)
 
 
 def cpu_seconds(metrics: dict[str, str]) -> dict[str, float]:
@@ -424,6 +426,19 @@ async def played_stage(target: Target, config: BenchConfig, say: Callable[[str],
     }
 
 
+async def first_round_requested(target: Target, playsite: PlaySite, count: int, entrants: int, prefix: str,
+                                share: float, patience: float) -> tuple[list[str], int]:
+    """Create `count` round robins and wait (lead time + `patience` s) until `share` of round 1 reached the play site.
+
+    Returns the ids created and round 1's number of games.
+    """
+    created = await create_round_robins(target, count, entrants, prefix)
+    games = len(created) * (entrants // 2)
+    real_lead = target.time_source.real_seconds(TOURNAMENT_LEAD_SECONDS) + 1
+    await wait_until(lambda: playsite.backlog >= games * share, real_lead + patience)
+    return created, games
+
+
 async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], None]) -> list[dict[str, Any]]:
     """Tournament results at rising offered rates."""
     prefix = f"br{uuid.uuid4().hex[:4]}-"
@@ -436,12 +451,10 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
     stages = []
     try:
         started = time.monotonic()
-        created = await create_round_robins(target, config.tournaments, config.entrants, prefix)
-        say(f"rates: {len(created)} of {config.tournaments} round robins of {config.entrants} created in "
-            f"{time.monotonic() - started:.0f} s")
-        real_lead = target.time_source.real_seconds(TOURNAMENT_LEAD_SECONDS) + 1
-        await wait_until(lambda: playsite.backlog >= len(created) * (config.entrants // 2) * 0.9, real_lead + 60)
-        say(f"rates: round 1 requested ({playsite.backlog} games waiting)")
+        created, _ = await first_round_requested(target, playsite, config.tournaments, config.entrants, prefix,
+                                                 share=0.9, patience=60)
+        say(f"rates: {len(created)} of {config.tournaments} round robins of {config.entrants} created and round 1 "
+            f"requested ({playsite.backlog} games waiting) in {time.monotonic() - started:.0f} s")
         pairing_metrics = target.metrics.get("pairing", "")
         for rate in config.rates:
             playsite.result_rate = float(rate)
@@ -515,10 +528,8 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
     await playsite.start()
     await watch.start()
     try:
-        created = await create_round_robins(target, config.burst_tournaments, config.entrants, prefix)
-        expected = len(created) * (config.entrants // 2)
-        real_lead = target.time_source.real_seconds(TOURNAMENT_LEAD_SECONDS) + 1
-        await wait_until(lambda: playsite.backlog >= expected, real_lead + 90)
+        created, expected = await first_round_requested(target, playsite, config.burst_tournaments,
+                                                        config.entrants, prefix, share=1.0, patience=90)
         say(f"burst: {len(created)} round robins of {config.entrants}; round 1 requested "
             f"({playsite.backlog} of {expected} games)")
         pairing_before = consumed(pairing_metrics, events.GAME_FINISHED.name)
@@ -604,9 +615,7 @@ async def firehose(target: Target, config: BenchConfig, say: Callable[[str], Non
                     )
                     event.meta.event_id = f"{game_id}/finished"
                     events.stamp_meta(event, "bench", now)
-                    records.append(OutboxRecord(id=0, topic=events.GAME_FINISHED.name, key=game_id,
-                                                payload=event.SerializeToString(), event_id=event.meta.event_id,
-                                                event_type=type(event).__name__))
+                    records.append(record_of(event))
                     sent[game_id] = time.monotonic()
                 # Whole batches per partition: the load generator shares the two cores with the system.
                 if records:

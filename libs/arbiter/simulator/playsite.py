@@ -37,7 +37,7 @@ from arbiter.kit.auth import TokenSigner, signing_key
 from arbiter.kit.grpcclient import open_channel
 from arbiter.kit.kafka import make_broker, make_producer, outbox_publisher, subscribe_many
 from arbiter.kit.metrics import Metrics
-from arbiter.kit.outbox import OutboxRecord
+from arbiter.kit.outbox import OutboxRecord, record_of
 from arbiter.kit.settings import KitSettings
 from arbiter.kit.timesource import TimeSource
 from arbiter.simulator.behaviour import Behaviour, Profiles
@@ -757,13 +757,11 @@ class PlaySite:
 
     def _record(self, event: Message, event_id: str, occurred_at: Timestamp) -> OutboxRecord:
         """`event` stamped as `_publish` stamps it, ready for a batch publication."""
-        topic = events.topic_of(event)
         meta = event.meta  # type: ignore[attr-defined]
         meta.event_id = event_id
         meta.occurred_at.CopyFrom(occurred_at)
         meta.producer = self.config.producer
-        return OutboxRecord(id=0, topic=topic.name, key=topic.key_of(event), payload=event.SerializeToString(),
-                            event_id=event_id, event_type=type(event).__name__)
+        return record_of(event)
 
     async def _publish_records(self, records: Sequence[OutboxRecord]) -> None:
         """Publish records (same keys, partitions and headers as `_publish`) as whole batches per partition."""

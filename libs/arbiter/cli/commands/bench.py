@@ -44,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Start the embedded stack and the five services, then drive them with the simulator: raw "
                     "Kafka produce/consume and Redis rates, played games (moves/s), tournament results at "
                     "rising rates (results/s, result -> next pairing, result -> rating updated, CPU per "
-                    "service from /metrics), a whole round finishing at once, and a result firehose into the rating service. Writes JSON.",
+                    "service from /metrics), a whole round finishing at once, and a result firehose into the "
+                    "rating service. Writes JSON.",
     )
     _add_arguments(parser)
     parser.set_defaults(handler=run)
