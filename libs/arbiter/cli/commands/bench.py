@@ -17,6 +17,11 @@ from pathlib import Path
 BENCH_TIME_SCALE = 60.0
 # Per Kafka hop on tansu the latency is spread evenly over the fetch wait: 20 ms keeps it below the targets.
 BENCH_FETCH_WAIT_MS = 20
+EMBEDDED_BROKER_NOTE = (
+    "the embedded tansu keeps every produced batch and lists all of a partition's batches on each fetch "
+    "that returns records, so its CPU grows from stage to stage at the same load and later stages pay more "
+    "(tests/bench/bench_broker_growth.py)"
+)
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
                 auth_signing_key=stack.auth_signing_key,
             )
             report = asyncio.run(run_bench(target, config, say))
+            if stack.kafka_embedded:
+                report.notes.append(EMBEDDED_BROKER_NOTE)
         except KeyboardInterrupt:
             say("interrupted")
             return 130
