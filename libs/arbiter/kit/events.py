@@ -80,6 +80,11 @@ def topic_of(event: Message) -> Topic:
         raise UnknownTopicError(f"no topic carries {type(event).__name__}") from None
 
 
+def event_type_of(event: Message) -> str:
+    """The `event-type` header every publisher sends with `event`: its full protobuf name."""
+    return event.DESCRIPTOR.full_name
+
+
 def new_event_id() -> str:
     """A fresh, globally unique event id."""
     return uuid.uuid4().hex

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import asyncpg
 from google.protobuf.message import Message
 
-from arbiter.kit.events import stamp_meta, topic_of
+from arbiter.kit.events import event_type_of, stamp_meta, topic_of
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.timesource import TimeSource
 
@@ -38,7 +38,7 @@ def record_of(event: Message) -> OutboxRecord:
     topic = topic_of(event)
     return OutboxRecord(id=0, topic=topic.name, key=topic.key_of(event), payload=event.SerializeToString(),
                         event_id=event.meta.event_id,  # type: ignore[attr-defined]
-                        event_type=event.DESCRIPTOR.name)
+                        event_type=event_type_of(event))
 # Above this many events in one add, COPY (two round trips, cheap per row) beats one INSERT.
 _COPY_FROM_ROWS = 64
 
@@ -58,7 +58,7 @@ class Outbox:
             stamp_meta(event, self.producer, self.time_source.now(), causation_id)
             rows.append((
                 topic.name, topic.key_of(event), event.SerializeToString(),
-                event.meta.event_id, event.DESCRIPTOR.full_name,  # type: ignore[attr-defined]
+                event.meta.event_id, event_type_of(event),  # type: ignore[attr-defined]
             ))
         if len(rows) > _COPY_FROM_ROWS:
             # One COPY for the whole batch: a round of 2,500 games must not cost 2,500 round trips,

@@ -100,6 +100,42 @@ class Report:
     notes: list[str] = field(default_factory=list)
 
 
+# -- the machine today ------------------------------------------------------------------------
+
+
+def python_loop_ns(iterations: int = 2_000_000, repeats: int = 3) -> float:
+    """Nanoseconds per step of a plain Python loop, best of `repeats`: this host's one-core speed today.
+
+    Hosts of one machine kind differ from day to day (twice as slow has been seen), and every
+    figure of the run scales with it: runs are comparable only beside this number.
+    """
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        total = 0
+        for step in range(iterations):
+            total += step
+        best = min(best, time.perf_counter() - started)
+    return round(best / iterations * 1e9, 1)
+
+
+def host_cpu_ticks() -> tuple[int, int]:
+    """(every CPU tick, ticks stolen by the hypervisor) since boot, from /proc/stat ((0, 0) without it)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(value) for value in stat.readline().split()[1:]]
+    except OSError:
+        return 0, 0
+    # user nice system idle iowait irq softirq steal [guest guest_nice, already inside user and nice]
+    return sum(fields[:8]), fields[7] if len(fields) > 7 else 0
+
+
+def stolen_percent(before: tuple[int, int], after: tuple[int, int]) -> float | None:
+    """The share of CPU time the hypervisor gave to others between two `host_cpu_ticks` readings."""
+    total = after[0] - before[0]
+    return round((after[1] - before[1]) / total * 100, 1) if total > 0 else None
+
+
 # -- raw rates ---------------------------------------------------------------------------------
 
 
@@ -659,7 +695,8 @@ def _cpu(before: dict[str, float], after: dict[str, float], seconds: float) -> d
 async def run_bench(target: Target, config: BenchConfig, say: Callable[[str], None] = print) -> Report:
     """Every stage, in order; a failing stage is noted and the next one still runs."""
     report = Report(machine={"cpus": os.cpu_count(), "time_scale": target.time_source.scale,
-                             "config": asdict(config)})
+                             "python_loop_ns": python_loop_ns(), "config": asdict(config)})
+    ticks_before = host_cpu_ticks()
     for name, stage in (
         ("raw kafka", lambda: raw_kafka(target.kafka, config.raw_messages, config.raw_message_bytes)),
         ("raw redis", lambda: raw_redis(target.redis_url, config.redis_ops)),
@@ -687,12 +724,16 @@ async def run_bench(target: Target, config: BenchConfig, say: Callable[[str], No
             report.burst = result
         else:
             report.firehose = result
+    report.machine["stolen_percent"] = stolen_percent(ticks_before, host_cpu_ticks())
     return report
 
 
 def summary(report: Report) -> str:
     """The figures as people read them."""
-    lines = [f"machine: {report.machine.get('cpus')} CPUs, time scale x{report.machine.get('time_scale')}"]
+    machine = report.machine
+    lines = [f"machine: {machine.get('cpus')} CPUs, one core {machine.get('python_loop_ns')} ns per Python loop "
+             f"step (compare runs by it), {machine.get('stolen_percent')}% of CPU time stolen by the host during "
+             f"the run; time scale x{machine.get('time_scale')}"]
     kafka, redis_rates = report.raw.get("kafka", {}), report.raw.get("redis", {})
     if kafka:
         lines.append(f"raw kafka: produce {kafka['produce_per_s']:,}/s ({kafka['produce_mb_per_s']} MB/s), "

@@ -747,7 +747,7 @@ class PlaySite:
         event.meta.event_id = event_id  # type: ignore[attr-defined]
         events.stamp_meta(event, self.config.producer, self.time_source.now())
         payload, key = event.SerializeToString(), topic.key_of(event).encode()
-        headers = [("event-id", event_id.encode()), ("event-type", type(event).__name__.encode())]
+        headers = [("event-id", event_id.encode()), ("event-type", events.event_type_of(event).encode())]
 
         async def send() -> None:
             await (await self.producer.send(topic.name, payload, key=key, headers=headers))

@@ -193,7 +193,7 @@ async def _instant_scenario(bootstrap: str) -> None:
             for record, event, kind in ((started_record, started, "started"), (finished_record, finished, "finished")):
                 assert record.key == game_id.encode()
                 assert dict(record.headers) == {"event-id": f"{game_id}/{kind}".encode(),
-                                                "event-type": type(event).__name__.encode()}
+                                                "event-type": event.DESCRIPTOR.full_name.encode()}
                 assert event.meta.event_id == f"{game_id}/{kind}" and event.meta.producer == "playsite"
                 assert event.meta.HasField("occurred_at")
             assert started.competition.id == finished.competition.id == f"{game_id}-t"

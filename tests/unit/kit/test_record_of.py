@@ -14,5 +14,5 @@ def test_a_stamped_event_keeps_its_topic_key_id_and_bytes() -> None:
     record = record_of(event)
 
     assert (record.id, record.topic, record.key) == (0, events.GAME_FINISHED.name, "g-1")
-    assert (record.event_id, record.event_type) == ("g-1/finished", "GameFinished")
+    assert (record.event_id, record.event_type) == ("g-1/finished", "arbiter.contracts.GameFinished")
     assert events.GAME_FINISHED.decode(record.payload) == event

@@ -1,0 +1,50 @@
+"""The load benchmark (`arbiter bench`): every stage runs against the real system and the JSON holds its figures.
+
+Figures are not judged here (they are the machine's, see README "Load benchmark"); what is checked
+is that each stage really drove the system: results flowed, pairings and ratings came back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, database_url) -> None:
+    env = {**os.environ, "DATABASE_URL": database_url}
+    # The bench starts its own broker and Redis, as on a fresh machine.
+    env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
+    env.pop("REDIS_URL", None)
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "arbiter.cli.main", "bench", "--quick", "--rates", "150", "--stage-seconds", "3",
+         "--tournaments", "12", "--burst-tournaments", "6", "--firehose-rates", "300",
+         "--state-dir", str(tmp_path / "state"), "--json-out", str(out), "--json"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=400,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    printed = json.loads(done.stdout)
+    assert json.loads(out.read_text()) == printed
+    machine = printed["machine"]
+    assert machine["cpus"] == os.cpu_count() and machine["python_loop_ns"] > 0
+    assert machine["stolen_percent"] is not None
+    assert printed["raw"]["kafka"]["consume_per_s"] > 0 and printed["raw"]["redis"]["round_trip_ops_per_s"] > 0
+    assert printed["played"]["moves_per_s"] > 0 and printed["played"]["results_per_s"] > 0
+    [stage] = printed["stages"]
+    assert stage["offered_results_per_s"] == 150 and stage["results_per_s"] > 0
+    assert stage["pairing_consumed_per_s"] > 0 and stage["rating_updates_per_s"] > 0
+    assert stage["result_to_next_pairing_ms"]["samples"] > 0 and stage["result_to_rating_updated_ms"]["samples"] > 0
+    assert set(stage["cpu_percent"]) >= {"pairing", "rating", "clock", "arena", "openings", "tansu"}
+    burst = printed["burst"]
+    # 6 round robins of 16: a first round of 48 games, all scored, rated and followed by round 2.
+    assert burst["results"] == 48 and burst["standings_per_s"] and burst["rated_per_s"]
+    assert burst["next_round_requested"] == 48
+    [firehose] = printed["firehose"]
+    assert firehose["offered_results_per_s"] == 300 and firehose["rated_games_per_s"] > 0
+    # A stage that failed leaves a note of its own; the only note is the embedded broker's.
+    assert [note for note in printed["notes"] if not note.startswith("the embedded tansu")] == []

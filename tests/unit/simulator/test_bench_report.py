@@ -1,0 +1,56 @@
+"""The load benchmark's own arithmetic: host calibration, stolen time, and the target lines."""
+
+from __future__ import annotations
+
+from arbiter.simulator.bench import Report, host_cpu_ticks, python_loop_ns, stolen_percent, summary, targets
+
+
+def _stage(offered: int, achieved: float, through_pairing: float, p99: float) -> dict:
+    return {
+        "offered_results_per_s": offered, "results_per_s": achieved, "pairing_consumed_per_s": through_pairing,
+        "rating_updates_per_s": 2 * achieved, "result_to_next_pairing_ms": {"samples": 10, "p50": p99 / 2, "p99": p99},
+        "requested_to_play_site_ms": {"samples": 10, "p50": 1.0, "p99": 2.0},
+        "result_to_rating_updated_ms": {"samples": 10, "p50": 3.0, "p99": 4.0}, "cpu_percent": {},
+        "bench_process_cpu_percent": 5.0,
+    }
+
+
+def test_stolen_percent_is_the_share_of_steal_ticks_between_two_readings() -> None:
+    assert stolen_percent((1_000, 10), (3_000, 60)) == 2.5
+    assert stolen_percent((1_000, 10), (1_000, 10)) is None
+
+
+def test_host_cpu_ticks_move_forward_and_steal_never_exceeds_the_total() -> None:
+    before = host_cpu_ticks()
+    python_loop_ns(iterations=200_000, repeats=1)
+    after = host_cpu_ticks()
+    assert after[0] >= before[0] > 0
+    assert 0 <= after[1] - before[1] <= after[0] - before[0]
+
+
+def test_python_loop_ns_is_a_positive_time_per_step() -> None:
+    assert 0 < python_loop_ns(iterations=100_000, repeats=2) < 10_000
+
+
+def test_targets_take_the_best_rate_through_pairing_and_the_stage_offered_1000() -> None:
+    report = Report(stages=[_stage(500, 500.0, 480.0, 90.0), _stage(1000, 990.0, 950.0, 140.0),
+                            _stage(2000, 1500.0, 1600.0, 900.0)],
+                    firehose=[{"rated_games_per_s": 3000.0}, {"rated_games_per_s": 2900.0}])
+    lines = targets(report)
+    assert "measured 1500.0 results/s through pairing" in lines[1]
+    assert "rating alone 3000.0 games/s" in lines[1]
+    assert "p99 140.0 ms (p50 70.0 ms) with 1000/s offered, 990.0/s achieved" in lines[2]
+
+
+def test_targets_fall_back_to_the_last_stage_when_none_was_offered_1000() -> None:
+    lines = targets(Report(stages=[_stage(250, 250.0, 250.0, 80.0), _stage(500, 400.0, 390.0, 300.0)]))
+    assert "with 500/s offered, 400.0/s achieved" in lines[-1]
+
+
+def test_summary_prints_the_host_calibration_beside_the_figures() -> None:
+    report = Report(machine={"cpus": 2, "time_scale": 60.0, "python_loop_ns": 41.5, "stolen_percent": 1.2},
+                    stages=[_stage(1000, 990.0, 950.0, 140.0)], notes=["broker note"])
+    text = summary(report)
+    assert text.splitlines()[0].startswith("machine: 2 CPUs, one core 41.5 ns per Python loop step")
+    assert "1.2% of CPU time stolen by the host" in text
+    assert text.splitlines()[-1] == "note: broker note"
