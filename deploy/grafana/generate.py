@@ -253,7 +253,16 @@ def kit_rows(group: tuple[str, ...] = ()) -> tuple[Row, ...]:
             _legend(group, "topic")),), unit="ops",
               description="Failed handler runs; the event is delivered again."),
     ))
-    return (stats, grpc, events, outbox, errors)
+    collector = Row("Garbage collection", (
+        Panel("Time in garbage collection by generation", (Query(
+            f"sum by ({_by(group, 'generation')}) (rate(arbiter_gc_pause_seconds_sum{{$sel}}{RATE}))",
+            _legend(group, "generation")),), unit="percentunit",
+              description="Share of wall time the event loop stood still collecting (GC_YOUNG_THRESHOLD)."),
+        Panel("Collection pause p50 / p99 by generation",
+              _quantiles("arbiter_gc_pause_seconds_bucket", group, "generation"), unit="s",
+              description="A full (generation 2) collection delays every event and call waiting meanwhile."),
+    ))
+    return (stats, grpc, events, outbox, errors, collector)
 
 
 class _Layout:

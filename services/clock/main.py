@@ -8,7 +8,6 @@ presence, boosts | publishes clock flagged, game abandoned (never sat), clock st
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from pathlib import Path
 
@@ -68,25 +67,10 @@ async def serve(settings: ClockSettings, stop: asyncio.Event | None = None) -> N
     ]
     # Started before the consumers: the first batch of moves publishes clock states.
     await publisher.start()
-    tune_garbage_collector()
     try:
         await ServiceRuntime(infra, grpc_services, background=[contact.run, poller.run, reconciler.run]).run(stop)
     finally:
         await publisher.stop()
-
-
-def tune_garbage_collector() -> None:
-    """Fewer, cheaper collections: the move path keeps ~10 objects per live game and churns them.
-
-    With Python's defaults the move benchmark spent a fifth of the service's CPU in collections
-    (2.9 s of 14.5 s for 200,000 moves), each full one ~100 ms, a pause every flag waits for.
-    What exists once wired (modules, clients) is frozen out of every collection (full ones then
-    take ~40 ms), and young objects are scanned every 20,000 allocations instead of 700, so a
-    batch's short-lived objects are mostly freed before any scan. The older generations keep
-    their default pace: waiting longer between full collections made each one longer.
-    """
-    gc.freeze()
-    gc.set_threshold(20_000, 10, 10)
 
 
 def main() -> None:

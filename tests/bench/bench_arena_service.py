@@ -63,11 +63,11 @@ from arbiter.kit.creators import ensure_creator_registry
 from arbiter.kit.events import timestamp
 from arbiter.kit.kafka import ensure_topics, make_outbox_producer, outbox_publisher
 from arbiter.kit.outbox import OutboxRelay
-from arbiter.kit.runtime import connect
+from arbiter.kit.runtime import connect, tune_garbage_collector
 from arbiter.simulator.bench import process_cpu_seconds
 from services.arena.hot import HotStore
 from services.arena.lifecycle import Lifecycle
-from services.arena.main import MIGRATIONS, tune_garbage_collector
+from services.arena.main import MIGRATIONS
 from services.arena.matchmaker import Matchmaker
 from services.arena.metrics import ArenaMetrics
 from services.arena.ratings import RatingCache
@@ -143,8 +143,8 @@ async def run(args: argparse.Namespace, stack: SystemStack) -> None:
     await producer.start()
     relay = OutboxRelay(infra.pool, "arena", outbox_publisher(producer), infra.metrics)
     relay_task = asyncio.create_task(relay.run(stop))
-    # As serve() does once the service is wired.
-    tune_garbage_collector()
+    # As the service runtime does once the service is wired.
+    tune_garbage_collector(settings.gc_young_threshold)
     try:
         # -- burst ------------------------------------------------------------------------------
         # Several bursts, each a fresh arena: one sample on a shared machine says little.

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import time
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import (
@@ -13,6 +16,8 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# A young collection takes tens of microseconds, a full one of a large heap tens of milliseconds.
+GC_PAUSE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5)
 
 
 class Metrics:
@@ -63,6 +68,25 @@ class Metrics:
             "arbiter_refused_calls_total", "Calls refused with a client error", ["service", "method", "code"],
             registry=self.registry,
         )
+        self.gc_pause = Histogram(
+            "arbiter_gc_pause_seconds", "Garbage collections by generation: the event loop stands still meanwhile",
+            ["service", "generation"], buckets=GC_PAUSE_BUCKETS, registry=self.registry,
+        )
+
+    def watch_garbage_collector(self) -> Callable[[], None]:
+        """Time every collection of this process into `gc_pause`; returns the function that stops it."""
+        started = 0.0
+        by_generation = [self.gc_pause.labels(self.service, str(generation)) for generation in range(3)]
+
+        def on_collection(phase: str, info: dict[str, int]) -> None:
+            nonlocal started
+            if phase == "start":
+                started = time.perf_counter()
+            else:
+                by_generation[info["generation"]].observe(time.perf_counter() - started)
+
+        gc.callbacks.append(on_collection)
+        return lambda: gc.callbacks.remove(on_collection)
 
     def counter(self, name: str, documentation: str, labels: tuple[str, ...] = ()) -> Counter:
         """A service-specific counter with the `service` label first."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Sequence
@@ -30,6 +31,31 @@ from arbiter.kit.timesource import TimeSource
 log = logging.getLogger(__name__)
 
 BackgroundTask = Callable[[asyncio.Event], Awaitable[None]]
+
+
+def tune_garbage_collector(young_threshold: int) -> Callable[[], None]:
+    """Fewer, cheaper collections for a wired service; returns the function that restores Python's pace.
+
+    With Python's defaults (a young scan every 700 allocations) a batch of events or a pairing
+    pass of thousands of objects set off full collections that scanned everything the process
+    holds: a fifth of the clock's CPU on moves (2.9 s of 14.5 s for 200,000 moves, each full
+    collection ~100 ms) and 30-60 ms added to an arena pass of 5,000 waiting players. What
+    exists once wired (modules, clients) is frozen out of every collection, and young objects
+    are scanned every `young_threshold` allocations, so a batch's short-lived objects are mostly
+    freed before any scan. The older generations keep their default pace: waiting longer
+    between full collections made each one longer. 0 changes nothing.
+    """
+    if not young_threshold:
+        return lambda: None
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(young_threshold, before[1], before[2])
+
+    def restore() -> None:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+    return restore
 
 
 @dataclass
@@ -113,6 +139,9 @@ class ServiceRuntime:
             for task in (relay.run, sweeper.run, lambda s: run_lag_monitor(infra.broker, infra.metrics, s),
                          *self.background)
         ]
+        # Everything is wired now: freeze it out of the collections from here on.
+        restore_collector = tune_garbage_collector(settings.gc_young_threshold)
+        stop_watching_collector = infra.metrics.watch_garbage_collector()
         log.info(
             "service ready",
             extra={"grpc": f"{settings.grpc_host}:{port}",
@@ -135,6 +164,8 @@ class ServiceRuntime:
             metrics_thread.join(timeout=2)
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
+            stop_watching_collector()
+            restore_collector()
         failed = [t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None]
         if failed:
             raise SystemExit(f"{infra.service}: background task {failed[0].get_name()} failed")

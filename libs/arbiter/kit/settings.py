@@ -59,6 +59,9 @@ class KitSettings(BaseSettings):
     rate_limit_window_seconds: float = Field(default=60.0, gt=0)
     # Largest request a caller may send; far above any real request of ours.
     grpc_max_request_bytes: int = Field(default=64 * 1024, ge=1024)
+    # Allocations between two scans of the youngest objects (arbiter.kit.runtime.tune_garbage_collector);
+    # 0 keeps Python's own pace (700).
+    gc_young_threshold: int = Field(default=20_000, ge=0)
 
 
 # A Watch stream may fall this many changes behind its client before it is dropped (kit.watch).

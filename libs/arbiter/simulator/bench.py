@@ -248,6 +248,11 @@ def cpu_seconds(metrics: dict[str, str]) -> dict[str, float]:
     return seconds
 
 
+def gc_seconds(metrics: dict[str, str]) -> dict[str, float]:
+    """Seconds each service's event loop has stood still in garbage collection (every generation)."""
+    return {name: _matching(scrape(url), "arbiter_gc_pause_seconds_sum", ()) for name, url in metrics.items()}
+
+
 def process_cpu_seconds(pid: int | str) -> tuple[str, float]:
     """A process's name and user + system CPU seconds so far, from Linux /proc (OSError once it ended)."""
     stat = Path(f"/proc/{pid}/stat").read_text()
@@ -495,6 +500,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
         for rate in config.rates:
             playsite.result_rate = float(rate)
             cpu_before = cpu_seconds(target.metrics)
+            gc_before = gc_seconds(target.metrics)
             own_cpu_before = time.process_time()
             finished_before = playsite.stats.finished
             paired_before = len(playsite.stats.pairing_latencies)
@@ -508,6 +514,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
             await asyncio.sleep(config.stage_seconds)
             elapsed = time.monotonic() - began
             cpu_after = cpu_seconds(target.metrics)
+            gc_after = gc_seconds(target.metrics)
             own_cpu = time.process_time() - own_cpu_before
             finished = playsite.stats.finished - finished_before
             games = [g for g in playsite.result_sent if g not in sent_before]
@@ -527,13 +534,16 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                 "bench_process_cpu_percent": round(own_cpu / elapsed * 100, 1),
                 "result_to_rating_updated_ms": latency_ms(playsite.result_sent, watch.first_seen, games),
                 "cpu_percent": _cpu(cpu_before, cpu_after, elapsed),
+                # Wall time each service's event loop spent collecting garbage (part of its CPU above).
+                "gc_percent": _cpu(gc_before, gc_after, elapsed),
                 "pairing_parts_mean_ms": {label: parts.get(series) for label, series in PAIRING_PARTS},
             }
             stages.append(stage)
             say(f"rates: offered {rate}/s -> {stage['results_per_s']}/s results, next pairing "
                 f"{stage['result_to_next_pairing_ms']} (of which request -> play site "
                 f"{stage['requested_to_play_site_ms']}), rating {stage['result_to_rating_updated_ms']}, "
-                f"play site CPU {stage['bench_process_cpu_percent']}%; inside pairing, means in ms: "
+                f"play site CPU {stage['bench_process_cpu_percent']}%, garbage collection % {stage['gc_percent']}; "
+                f"inside pairing, means in ms: "
                 f"{stage['pairing_parts_mean_ms']}")
             if playsite.backlog == 0 and finished / elapsed < 0.5 * rate:
                 say("rates: the system supplies no more games than this; higher rates are not tried")
@@ -759,6 +769,8 @@ def summary(report: Report) -> str:
                          f"{str(delivery['p50']) + ' / ' + str(delivery['p99']):>24} "
                          f"{str(ru['p50']) + ' / ' + str(ru['p99']):>26}  {s['cpu_percent']} "
                          f"(+ {s.get('bench_process_cpu_percent')})")
+            if s.get("gc_percent"):
+                lines.append(f"  {'':>8} of that CPU, garbage collection %: {s['gc_percent']}")
         lines.append("  (delivery: from the pairing service stamping a request to the play site handling it)")
     if report.burst:
         b = report.burst
