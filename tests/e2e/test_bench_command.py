@@ -32,7 +32,7 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     assert json.loads(out.read_text()) == printed
     machine = printed["machine"]
     assert machine["cpus"] == os.cpu_count() and machine["python_loop_ns"] > 0
-    assert machine["stolen_percent"] is not None
+    assert machine["stolen_percent"] is not None and machine["socket_round_trip_us"]["same_cpu"] > 0
     assert printed["raw"]["kafka"]["consume_per_s"] > 0 and printed["raw"]["redis"]["round_trip_ops_per_s"] > 0
     assert printed["played"]["moves_per_s"] > 0 and printed["played"]["results_per_s"] > 0
     [stage] = printed["stages"]

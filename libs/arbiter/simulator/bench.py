@@ -21,6 +21,9 @@ import logging
 import os
 import random
 import re
+import socket
+import subprocess
+import sys
 import time
 import urllib.request
 import uuid
@@ -117,6 +120,51 @@ def python_loop_ns(iterations: int = 2_000_000, repeats: int = 3) -> float:
             total += step
         best = min(best, time.perf_counter() - started)
     return round(best / iterations * 1e9, 1)
+
+
+# The echo of `socket_round_trip_us`: a fresh interpreter, since forking this process (threads,
+# an event loop, gRPC) is not safe.
+_ECHO = """
+import socket, sys
+echo = socket.socket(fileno=int(sys.argv[1]))
+while byte := echo.recv(1):
+    echo.sendall(byte)
+"""
+
+
+def socket_round_trip_us(cpus: tuple[int, int] | None, round_trips: int = 5_000) -> float | None:
+    """Microseconds for one byte to go to an echo process and back over a socket pair, best of 3.
+
+    Every hop of the system (Kafka, PostgreSQL, Redis, gRPC) pays this kernel path. `cpus` pins
+    this process and the echo to those two CPUs: the same one twice measures system calls and
+    context switches, two of them adds waking a sleeping CPU, which a virtual machine may make
+    slow (a hypervisor exit when the guest does not poll before halting). None without Linux's
+    CPU affinity, or when `cpus` names a CPU this process may not use.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    allowed = os.sched_getaffinity(0)
+    if cpus is not None and not set(cpus) <= allowed:
+        return None
+    mine, theirs = socket.socketpair()
+    echo = subprocess.Popen([sys.executable, "-c", _ECHO, str(theirs.fileno())], pass_fds=[theirs.fileno()])
+    theirs.close()
+    try:
+        if cpus is not None:
+            os.sched_setaffinity(echo.pid, {cpus[1]})
+            os.sched_setaffinity(0, {cpus[0]})
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            for _ in range(round_trips):
+                mine.sendall(b"x")
+                mine.recv(1)
+            best = min(best, time.perf_counter() - started)
+        return round(best / round_trips * 1e6, 1)
+    finally:
+        os.sched_setaffinity(0, allowed)
+        mine.close()
+        echo.wait(timeout=10)
 
 
 def host_cpu_ticks() -> tuple[int, int]:
@@ -704,8 +752,12 @@ def _cpu(before: dict[str, float], after: dict[str, float], seconds: float) -> d
 
 async def run_bench(target: Target, config: BenchConfig, say: Callable[[str], None] = print) -> Report:
     """Every stage, in order; a failing stage is noted and the next one still runs."""
-    report = Report(machine={"cpus": os.cpu_count(), "time_scale": target.time_source.scale,
-                             "python_loop_ns": python_loop_ns(), "config": asdict(config)})
+    report = Report(machine={
+        "cpus": os.cpu_count(), "time_scale": target.time_source.scale, "python_loop_ns": python_loop_ns(),
+        "socket_round_trip_us": {"same_cpu": socket_round_trip_us((0, 0)),
+                                 "across_cpus": socket_round_trip_us((0, 1))},
+        "config": asdict(config),
+    })
     ticks_before = host_cpu_ticks()
     for name, stage in (
         ("raw kafka", lambda: raw_kafka(target.kafka, config.raw_messages, config.raw_message_bytes)),
@@ -741,9 +793,11 @@ async def run_bench(target: Target, config: BenchConfig, say: Callable[[str], No
 def summary(report: Report) -> str:
     """The figures as people read them."""
     machine = report.machine
-    lines = [f"machine: {machine.get('cpus')} CPUs, one core {machine.get('python_loop_ns')} ns per Python loop "
-             f"step (compare runs by it), {machine.get('stolen_percent')}% of CPU time stolen by the host during "
-             f"the run; time scale x{machine.get('time_scale')}"]
+    trips = machine.get("socket_round_trip_us") or {}
+    lines = [f"machine: {machine.get('cpus')} CPUs; compare runs by: {machine.get('python_loop_ns')} ns per Python "
+             f"loop step, a socket round trip {trips.get('same_cpu')} us on one CPU and {trips.get('across_cpus')} us "
+             f"across two, {machine.get('stolen_percent')}% of CPU time stolen by the host during the run; "
+             f"time scale x{machine.get('time_scale')}"]
     kafka, redis_rates = report.raw.get("kafka", {}), report.raw.get("redis", {})
     if kafka:
         lines.append(f"raw kafka: produce {kafka['produce_per_s']:,}/s ({kafka['produce_mb_per_s']} MB/s), "

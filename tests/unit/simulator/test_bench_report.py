@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from arbiter.simulator.bench import Report, host_cpu_ticks, python_loop_ns, stolen_percent, summary, targets
+import os
+
+from arbiter.simulator.bench import (
+    Report, host_cpu_ticks, python_loop_ns, socket_round_trip_us, stolen_percent, summary, targets,
+)
 
 
 def _stage(offered: int, achieved: float, through_pairing: float, p99: float) -> dict:
@@ -32,6 +36,14 @@ def test_python_loop_ns_is_a_positive_time_per_step() -> None:
     assert 0 < python_loop_ns(iterations=100_000, repeats=2) < 10_000
 
 
+def test_socket_round_trip_is_measured_on_one_cpu_and_refused_on_a_cpu_not_ours() -> None:
+    cpu = min(os.sched_getaffinity(0))
+    allowed = os.sched_getaffinity(0)
+    assert 0 < socket_round_trip_us((cpu, cpu), round_trips=200) < 100_000
+    assert os.sched_getaffinity(0) == allowed
+    assert socket_round_trip_us((cpu, 4096), round_trips=10) is None
+
+
 def test_targets_take_the_best_rate_through_pairing_and_the_stage_offered_1000() -> None:
     report = Report(stages=[_stage(500, 500.0, 480.0, 90.0), _stage(1000, 990.0, 950.0, 140.0),
                             _stage(2000, 1500.0, 1600.0, 900.0)],
@@ -48,9 +60,11 @@ def test_targets_fall_back_to_the_last_stage_when_none_was_offered_1000() -> Non
 
 
 def test_summary_prints_the_host_calibration_beside_the_figures() -> None:
-    report = Report(machine={"cpus": 2, "time_scale": 60.0, "python_loop_ns": 41.5, "stolen_percent": 1.2},
+    report = Report(machine={"cpus": 2, "time_scale": 60.0, "python_loop_ns": 41.5, "stolen_percent": 1.2,
+                             "socket_round_trip_us": {"same_cpu": 14.5, "across_cpus": 70.0}},
                     stages=[_stage(1000, 990.0, 950.0, 140.0)], notes=["broker note"])
     text = summary(report)
-    assert text.splitlines()[0].startswith("machine: 2 CPUs, one core 41.5 ns per Python loop step")
+    assert text.splitlines()[0].startswith("machine: 2 CPUs; compare runs by: 41.5 ns per Python loop step, "
+                                           "a socket round trip 14.5 us on one CPU and 70.0 us across two")
     assert "1.2% of CPU time stolen by the host" in text
     assert text.splitlines()[-1] == "note: broker note"
