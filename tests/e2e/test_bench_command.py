@@ -22,8 +22,9 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     env.pop("REDIS_URL", None)
     out = tmp_path / "bench.json"
     done = subprocess.run(
+        # A faster competition clock shortens each stage's wait for its tournaments to start.
         [sys.executable, "-m", "arbiter.cli.main", "bench", "--quick", "--rates", "150", "--stage-seconds", "3",
-         "--tournaments", "12", "--burst-tournaments", "6", "--firehose-rates", "300",
+         "--tournaments", "12", "--burst-tournaments", "6", "--firehose-rates", "300", "--time-scale", "240",
          "--state-dir", str(tmp_path / "state"), "--json-out", str(out), "--json"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=400,
     )

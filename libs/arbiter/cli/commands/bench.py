@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     config = BenchConfig()
     if args.quick:
         config = replace(config, rates=(250, 1000), stage_seconds=5.0, tournaments=30, played_tournaments=4,
-                         played_seconds=8.0, firehose_rates=(1000,), firehose_seconds=3.0, drain_seconds=20.0,
-                         raw_messages=20_000, redis_ops=20_000, burst_tournaments=25)
+                         played_seconds=5.0, firehose_rates=(1000,), firehose_seconds=2.0, drain_seconds=20.0,
+                         raw_messages=10_000, redis_ops=5_000, burst_tournaments=25)
     if args.rates:
         config = replace(config, rates=tuple(args.rates))
     if args.firehose_rates:

@@ -1,0 +1,147 @@
+"""The outbox relay on real PostgreSQL: one relay per schema publishes, in table order; another takes over.
+
+The publisher here records what it is given: the relay's contract with Kafka is a batch publisher
+(tested on the real broker in test_outbox_publisher); what is tested here is the relay's use of the
+table and of the schema's advisory lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+
+from arbiter.contracts import events_pb2 as ev
+from arbiter.kit.db import create_pool, migrate
+from arbiter.kit.metrics import Metrics
+from arbiter.kit.outbox import Outbox, OutboxRecord, OutboxRelay
+from arbiter.kit.timesource import TimeSource
+
+
+class Recorder:
+    """A batch publisher that keeps every record it was given, by relay."""
+
+    def __init__(self) -> None:
+        self.published: list[tuple[str, OutboxRecord]] = []
+
+    def publisher(self, relay_name: str):
+        async def publish(records: Sequence[OutboxRecord]) -> None:
+            self.published.extend((relay_name, record) for record in records)
+
+        return publish
+
+
+async def add_events(pool, outbox: Outbox, game_ids: Sequence[str]) -> None:
+    async with pool.acquire() as connection, connection.transaction():
+        await outbox.add(connection, *(ev.GameRequested(game_id=game_id) for game_id in game_ids))
+
+
+async def wait_for(predicate, timeout: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
+
+
+async def lock_holders(pool, schema: str) -> list[int]:
+    return [row["pid"] for row in await pool.fetch(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+        " AND objid = hashtext($1)::oid", f"arbiter-outbox:{schema}")]
+
+
+async def test_one_relay_publishes_in_table_order_and_another_takes_over_when_it_stops(database_url) -> None:
+    schema = f"kit_relay_{uuid.uuid4().hex[:8]}"
+    pool = await create_pool(database_url, schema)
+    await migrate(pool, schema, [])
+    outbox = Outbox(schema, TimeSource())
+    recorder = Recorder()
+    relays = {name: OutboxRelay(pool, schema, recorder.publisher(name), Metrics(schema), batch_size=7,
+                                poll_seconds=0.2) for name in ("a", "b")}
+    stops = {name: asyncio.Event() for name in relays}
+    tasks = {name: asyncio.create_task(relay.run(stops[name])) for name, relay in relays.items()}
+    try:
+        first = [f"g-{i}" for i in range(30)]
+        for start in range(0, len(first), 5):
+            await add_events(pool, outbox, first[start:start + 5])
+        await wait_for(lambda: len(recorder.published) == len(first))
+        holders = {name for name, _ in recorder.published}
+        assert len(holders) == 1, "two relays of one schema published at the same time"
+        assert [record.key for _, record in recorder.published] == first
+        assert len(await lock_holders(pool, schema)) == 1
+        assert await pool.fetchval("SELECT count(*) FROM outbox") == 0
+
+        # The holder stops: the other one takes the lock at its next poll and carries on.
+        [holder] = holders
+        stops[holder].set()
+        await tasks[holder]
+        second = [f"h-{i}" for i in range(10)]
+        await add_events(pool, outbox, second)
+        await wait_for(lambda: len(recorder.published) == len(first) + len(second))
+        assert {name for name, _ in recorder.published[len(first):]} == set(relays) - {holder}
+        assert [record.key for _, record in recorder.published[len(first):]] == second
+    finally:
+        for stop in stops.values():
+            stop.set()
+        await asyncio.gather(*tasks.values())
+        await pool.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await pool.close()
+
+
+async def test_a_relay_whose_connection_is_killed_reconnects_and_loses_nothing(database_url) -> None:
+    schema = f"kit_relay_{uuid.uuid4().hex[:8]}"
+    pool = await create_pool(database_url, schema)
+    await migrate(pool, schema, [])
+    outbox = Outbox(schema, TimeSource())
+    recorder = Recorder()
+    metrics = Metrics(schema)
+    relay = OutboxRelay(pool, schema, recorder.publisher("a"), metrics, poll_seconds=0.2)
+    stop = asyncio.Event()
+    task = asyncio.create_task(relay.run(stop))
+    try:
+        await add_events(pool, outbox, ["g-1"])
+        await wait_for(lambda: len(recorder.published) == 1)
+        [pid] = await lock_holders(pool, schema)
+        assert await pool.fetchval("SELECT pg_terminate_backend($1)", pid)
+        await add_events(pool, outbox, ["g-2", "g-3"])
+        await wait_for(lambda: len(recorder.published) == 3)
+        assert [record.key for _, record in recorder.published] == ["g-1", "g-2", "g-3"]
+        new_holders = await lock_holders(pool, schema)
+        assert len(new_holders) == 1 and new_holders != [pid]
+        assert metrics.registry.get_sample_value(
+            "arbiter_errors_total", {"service": schema, "kind": "outbox_relay"}) >= 1
+    finally:
+        stop.set()
+        await task
+        await pool.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await pool.close()
+
+
+async def test_relay_once_publishes_only_while_no_running_relay_holds_the_lock(database_url) -> None:
+    schema = f"kit_relay_{uuid.uuid4().hex[:8]}"
+    pool = await create_pool(database_url, schema)
+    await migrate(pool, schema, [])
+    outbox = Outbox(schema, TimeSource())
+    recorder = Recorder()
+    single = OutboxRelay(pool, schema, recorder.publisher("single"), Metrics(schema))
+    runner = OutboxRelay(pool, schema, recorder.publisher("runner"), Metrics(schema), poll_seconds=0.2)
+    await add_events(pool, outbox, ["g-1"])
+    assert await single.relay_once() == 1
+    assert await lock_holders(pool, schema) == []  # relay_once gives the lock back
+    stop = asyncio.Event()
+    task = asyncio.create_task(runner.run(stop))
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while not await lock_holders(pool, schema):
+            assert loop.time() < deadline, "the running relay never took the lock"
+            await asyncio.sleep(0.05)
+        await add_events(pool, outbox, ["g-2"])
+        assert await single.relay_once() == 0
+        await wait_for(lambda: len(recorder.published) == 2)
+        assert [(name, record.key) for name, record in recorder.published] == [("single", "g-1"), ("runner", "g-2")]
+    finally:
+        stop.set()
+        await task
+        await pool.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await pool.close()
