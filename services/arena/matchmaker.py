@@ -30,6 +30,7 @@ from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.events import timestamp
 from arbiter.kit.outbox import Outbox
+from arbiter.kit.pause import pause
 from arbiter.kit.timesource import TimeSource
 from arbiter.openings.draw import initial_fen
 from services.arena import store
@@ -355,8 +356,7 @@ class Matchmaker:
                     await self._announce_timer_changes()
                 except (OSError, RedisError, asyncpg.PostgresError, asyncio.TimeoutError) as error:
                     log.warning("lease round failed, retrying", extra={"error": repr(error)})
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.settings.lease_renew_seconds)
+                await pause(stop, self.settings.lease_renew_seconds)
         finally:
             listener.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

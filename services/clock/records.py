@@ -19,6 +19,7 @@ from redis.exceptions import RedisError
 
 from arbiter.clocks import Verdict
 from arbiter.kit.outbox import Outbox
+from arbiter.kit.pause import pause
 from services.clock.messages import verdict_event
 from services.clock.model import GameRecord, Status, decode_body, encode_body, record_deadline_ms
 from services.clock.store import LiveStore
@@ -146,7 +147,4 @@ class Reconciler:
                     log.debug("triple block rows copied to redis", extra={"rows": copied})
             except (RedisError, OSError, asyncpg.PostgresError) as error:
                 log.warning("reconcile failed, retrying later", extra={"error": repr(error)})
-            try:
-                await asyncio.wait_for(stop.wait(), self.every_seconds)
-            except TimeoutError:
-                pass
+            await pause(stop, self.every_seconds)

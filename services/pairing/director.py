@@ -49,6 +49,7 @@ from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.creators import release_creator_slot
 from arbiter.kit.events import timestamp
 from arbiter.kit.outbox import Outbox
+from arbiter.kit.pause import pause
 from arbiter.kit.timers import Timer, cancel_timer
 from arbiter.kit.timesource import TimeSource
 from arbiter.rating import DEFAULT_RATING
@@ -225,10 +226,7 @@ class Director:
                         counted_at = time.monotonic()
                 except (OSError, asyncpg.PostgresError) as error:
                     log.warning("scan failed, retrying", extra={"error": repr(error)})
-                try:
-                    await asyncio.wait_for(stop.wait(), self.settings.reconcile_seconds)
-                except TimeoutError:
-                    pass
+                await pause(stop, self.settings.reconcile_seconds)
         finally:
             for worker in workers:
                 worker.cancel()

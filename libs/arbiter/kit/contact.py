@@ -16,6 +16,8 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 
+from arbiter.kit.pause import pause
+
 log = logging.getLogger(__name__)
 
 Ping = Callable[[float], Awaitable[bool]]
@@ -84,7 +86,4 @@ class BrokerContact:
                 self.heard()
             else:
                 self.unanswered()
-            try:
-                await asyncio.wait_for(stop.wait(), self.interval)
-            except TimeoutError:
-                pass
+            await pause(stop, self.interval)

@@ -20,6 +20,7 @@ from google.protobuf.message import Message
 from arbiter.kit.events import ALL_TOPICS, Topic
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import OutboxRecord
+from arbiter.kit.pause import pause
 from arbiter.kit.settings import KitSettings
 
 log = logging.getLogger(__name__)
@@ -259,7 +260,4 @@ async def run_lag_monitor(broker: KafkaBroker, metrics: Metrics, stop: asyncio.E
             await sample_consumer_lag(broker, metrics)
         except Exception as error:  # the gauge is best effort; never take the service down for it
             log.debug("lag sample failed", extra={"error": repr(error)})
-        try:
-            await asyncio.wait_for(stop.wait(), every)
-        except TimeoutError:
-            pass
+        await pause(stop, every)

@@ -13,6 +13,7 @@ from google.protobuf.message import Message
 
 from arbiter.kit.events import event_type_of, stamp_meta, topic_of
 from arbiter.kit.metrics import Metrics
+from arbiter.kit.pause import pause
 from arbiter.kit.timesource import TimeSource
 
 log = logging.getLogger(__name__)
@@ -119,10 +120,7 @@ class OutboxRelay:
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncio.TimeoutError) as error:
                 self.metrics.errors.labels(self.metrics.service, "outbox_relay").inc()
                 log.warning("outbox relay failed, retrying", extra={"error": repr(error)})
-                try:
-                    await asyncio.wait_for(stop.wait(), self.poll_seconds)
-                except TimeoutError:
-                    pass
+                await pause(stop, self.poll_seconds)
 
     async def _serve(self, connection: asyncpg.Connection, stop: asyncio.Event) -> None:
         """Listen and relay on one connection, which holds the schema's lock once it gets it.

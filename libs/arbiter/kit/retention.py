@@ -14,6 +14,7 @@ from datetime import timedelta
 import asyncpg
 
 from arbiter.kit.metrics import Metrics
+from arbiter.kit.pause import pause
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,4 @@ class RetentionSweeper:
             except (OSError, asyncpg.PostgresError):
                 # A database hiccup only delays the next sweep; the table is merely larger meanwhile.
                 log.warning("retention sweep failed; retrying at the next interval", exc_info=True)
-            try:
-                await asyncio.wait_for(stop.wait(), timeout=self.interval_seconds)
-            except TimeoutError:
-                pass
+            await pause(stop, self.interval_seconds)

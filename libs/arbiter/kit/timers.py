@@ -12,6 +12,7 @@ from typing import Any
 import asyncpg
 
 from arbiter.kit.metrics import Metrics
+from arbiter.kit.pause import pause
 from arbiter.kit.timesource import TimeSource
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,4 @@ class TimerPoller:
             except (OSError, asyncpg.PostgresError) as error:
                 self.metrics.errors.labels(self.metrics.service, "timer_poll").inc()
                 log.warning("timer poll failed, retrying", extra={"error": repr(error)})
-            try:
-                await asyncio.wait_for(stop.wait(), self.poll_seconds)
-            except TimeoutError:
-                pass
+            await pause(stop, self.poll_seconds)
