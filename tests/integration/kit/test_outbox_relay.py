@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+import asyncpg
+import pytest
 
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.db import create_pool, migrate
@@ -31,6 +35,27 @@ class Recorder:
         return publish
 
 
+@dataclass
+class Table:
+    """A schema of its own with the kit's outbox table, and what adds to it."""
+
+    pool: asyncpg.Pool
+    schema: str
+    outbox: Outbox
+
+
+@pytest.fixture
+async def table(database_url: str) -> AsyncIterator[Table]:
+    schema = f"kit_relay_{uuid.uuid4().hex[:8]}"
+    pool = await create_pool(database_url, schema)
+    await migrate(pool, schema, [])
+    try:
+        yield Table(pool, schema, Outbox(schema, TimeSource()))
+    finally:
+        await pool.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await pool.close()
+
+
 async def add_events(pool, outbox: Outbox, game_ids: Sequence[str]) -> None:
     async with pool.acquire() as connection, connection.transaction():
         await outbox.add(connection, *(ev.GameRequested(game_id=game_id) for game_id in game_ids))
@@ -50,11 +75,8 @@ async def lock_holders(pool, schema: str) -> list[int]:
         " AND objid = hashtext($1)::oid", f"arbiter-outbox:{schema}")]
 
 
-async def test_one_relay_publishes_in_table_order_and_another_takes_over_when_it_stops(database_url) -> None:
-    schema = f"kit_relay_{uuid.uuid4().hex[:8]}"
-    pool = await create_pool(database_url, schema)
-    await migrate(pool, schema, [])
-    outbox = Outbox(schema, TimeSource())
+async def test_one_relay_publishes_in_table_order_and_another_takes_over_when_it_stops(table: Table) -> None:
+    pool, schema, outbox = table.pool, table.schema, table.outbox
     recorder = Recorder()
     relays = {name: OutboxRelay(pool, schema, recorder.publisher(name), Metrics(schema), batch_size=7,
                                 poll_seconds=0.2) for name in ("a", "b")}
@@ -84,15 +106,10 @@ async def test_one_relay_publishes_in_table_order_and_another_takes_over_when_it
         for stop in stops.values():
             stop.set()
         await asyncio.gather(*tasks.values())
-        await pool.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        await pool.close()
 
 
-async def test_a_relay_whose_connection_is_killed_reconnects_and_loses_nothing(database_url) -> None:
-    schema = f"kit_relay_{uuid.uuid4().hex[:8]}"
-    pool = await create_pool(database_url, schema)
-    await migrate(pool, schema, [])
-    outbox = Outbox(schema, TimeSource())
+async def test_a_relay_whose_connection_is_killed_reconnects_and_loses_nothing(table: Table) -> None:
+    pool, schema, outbox = table.pool, table.schema, table.outbox
     recorder = Recorder()
     metrics = Metrics(schema)
     relay = OutboxRelay(pool, schema, recorder.publisher("a"), metrics, poll_seconds=0.2)
@@ -113,15 +130,10 @@ async def test_a_relay_whose_connection_is_killed_reconnects_and_loses_nothing(d
     finally:
         stop.set()
         await task
-        await pool.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        await pool.close()
 
 
-async def test_relay_once_publishes_only_while_no_running_relay_holds_the_lock(database_url) -> None:
-    schema = f"kit_relay_{uuid.uuid4().hex[:8]}"
-    pool = await create_pool(database_url, schema)
-    await migrate(pool, schema, [])
-    outbox = Outbox(schema, TimeSource())
+async def test_relay_once_publishes_only_while_no_running_relay_holds_the_lock(table: Table) -> None:
+    pool, schema, outbox = table.pool, table.schema, table.outbox
     recorder = Recorder()
     single = OutboxRelay(pool, schema, recorder.publisher("single"), Metrics(schema))
     runner = OutboxRelay(pool, schema, recorder.publisher("runner"), Metrics(schema), poll_seconds=0.2)
@@ -143,5 +155,3 @@ async def test_relay_once_publishes_only_while_no_running_relay_holds_the_lock(d
     finally:
         stop.set()
         await task
-        await pool.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        await pool.close()
