@@ -109,7 +109,7 @@ class OutboxRelay:
             try:
                 return await self._relay_batch(connection)
             finally:
-                await connection.execute("SELECT pg_advisory_unlock(hashtext($1))", self._lock_key)
+                await self._unlock(connection)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Relay until `stop` is set, woken by NOTIFY on insert or by polling; reconnect after a failure."""
@@ -149,13 +149,16 @@ class OutboxRelay:
             try:
                 await connection.remove_listener(channel, self._notified)
                 if holding:
-                    await connection.execute("SELECT pg_advisory_unlock(hashtext($1))", self._lock_key)
+                    await self._unlock(connection)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
                 # A broken or busy connection is reset or closed by the pool, which frees the lock too.
                 log.debug("outbox relay cleanup failed", extra={"error": repr(error)})
 
     async def _try_lock(self, connection: asyncpg.Connection) -> bool:
         return bool(await connection.fetchval("SELECT pg_try_advisory_lock(hashtext($1))", self._lock_key))
+
+    async def _unlock(self, connection: asyncpg.Connection) -> None:
+        await connection.execute("SELECT pg_advisory_unlock(hashtext($1))", self._lock_key)
 
     async def _relay_batch(self, connection: asyncpg.Connection) -> int:
         """Publish the oldest saved events and delete them; `connection` holds the schema's lock."""

@@ -109,8 +109,8 @@ class Report:
 def python_loop_ns(iterations: int = 2_000_000, repeats: int = 3) -> float:
     """Nanoseconds per step of a plain Python loop, best of `repeats`: this host's one-core speed today.
 
-    Hosts of one machine kind differ from day to day (twice as slow has been seen), and every
-    figure of the run scales with it: runs are comparable only beside this number.
+    Hosts of one machine kind differ from day to day; with `socket_round_trip_us` and the time
+    stolen by the hypervisor it tells whether two runs ran on comparable hosts.
     """
     best = float("inf")
     for _ in range(repeats):
@@ -132,7 +132,7 @@ while byte := echo.recv(1):
 """
 
 
-def socket_round_trip_us(cpus: tuple[int, int] | None, round_trips: int = 5_000) -> float | None:
+def socket_round_trip_us(cpus: tuple[int, int], round_trips: int = 5_000) -> float | None:
     """Microseconds for one byte to go to an echo process and back over a socket pair, best of 3.
 
     Every hop of the system (Kafka, PostgreSQL, Redis, gRPC) pays this kernel path. `cpus` pins
@@ -144,15 +144,14 @@ def socket_round_trip_us(cpus: tuple[int, int] | None, round_trips: int = 5_000)
     if not hasattr(os, "sched_setaffinity"):
         return None
     allowed = os.sched_getaffinity(0)
-    if cpus is not None and not set(cpus) <= allowed:
+    if not set(cpus) <= allowed:
         return None
     mine, theirs = socket.socketpair()
     echo = subprocess.Popen([sys.executable, "-c", _ECHO, str(theirs.fileno())], pass_fds=[theirs.fileno()])
     theirs.close()
     try:
-        if cpus is not None:
-            os.sched_setaffinity(echo.pid, {cpus[1]})
-            os.sched_setaffinity(0, {cpus[0]})
+        os.sched_setaffinity(echo.pid, {cpus[1]})
+        os.sched_setaffinity(0, {cpus[0]})
         best = float("inf")
         for _ in range(3):
             started = time.perf_counter()
@@ -289,16 +288,23 @@ INFRASTRUCTURE_PROCESSES = (
 )
 
 
+def service_seconds(metrics: dict[str, str]) -> tuple[dict[str, float], dict[str, float]]:
+    """CPU seconds of each service and infrastructure server, and each service's seconds in garbage collection.
+
+    One scrape of each service's /metrics serves both.
+    """
+    cpu, collecting = {}, {}
+    for name, url in metrics.items():
+        samples = scrape(url)
+        cpu[name] = samples.get("process_cpu_seconds_total", 0.0)
+        collecting[name] = _matching(samples, "arbiter_gc_pause_seconds_sum", ())
+    cpu.update(infrastructure_cpu_seconds())
+    return cpu, collecting
+
+
 def cpu_seconds(metrics: dict[str, str]) -> dict[str, float]:
     """process_cpu_seconds_total of each service, and the CPU seconds of the infrastructure servers."""
-    seconds = {name: scrape(url).get("process_cpu_seconds_total", 0.0) for name, url in metrics.items()}
-    seconds.update(infrastructure_cpu_seconds())
-    return seconds
-
-
-def gc_seconds(metrics: dict[str, str]) -> dict[str, float]:
-    """Seconds each service's event loop has stood still in garbage collection (every generation)."""
-    return {name: _matching(scrape(url), "arbiter_gc_pause_seconds_sum", ()) for name, url in metrics.items()}
+    return service_seconds(metrics)[0]
 
 
 def process_cpu_seconds(pid: int | str) -> tuple[str, float]:
@@ -547,8 +553,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
         pairing_metrics = target.metrics.get("pairing", "")
         for rate in config.rates:
             playsite.result_rate = float(rate)
-            cpu_before = cpu_seconds(target.metrics)
-            gc_before = gc_seconds(target.metrics)
+            cpu_before, gc_before = service_seconds(target.metrics)
             own_cpu_before = time.process_time()
             finished_before = playsite.stats.finished
             paired_before = len(playsite.stats.pairing_latencies)
@@ -561,8 +566,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
             began = time.monotonic()
             await asyncio.sleep(config.stage_seconds)
             elapsed = time.monotonic() - began
-            cpu_after = cpu_seconds(target.metrics)
-            gc_after = gc_seconds(target.metrics)
+            cpu_after, gc_after = service_seconds(target.metrics)
             own_cpu = time.process_time() - own_cpu_before
             finished = playsite.stats.finished - finished_before
             games = [g for g in playsite.result_sent if g not in sent_before]
