@@ -48,7 +48,7 @@ def main() -> None:
     """Read settings from the environment and run the service."""
     settings = load_settings(RatingSettings)
     configure_logging(SERVICE, settings.log_level)
-    run_service(lambda: serve(settings))
+    run_service(lambda: serve(settings), settings.event_loop)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,11 @@ import asyncio
 import gc
 import logging
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import grpc
@@ -20,6 +21,7 @@ from arbiter.kit.auth import ServiceKey, TokenSigner, parse_keys, signing_key
 from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.grpcclient import open_channel
 from arbiter.kit.grpcserver import GrpcService, start_grpc_server
+from arbiter.kit.eventloop import EventLoop, run_on
 from arbiter.kit.kafka import ensure_topics, make_broker, make_outbox_producer, outbox_publisher, run_lag_monitor
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox, OutboxRelay
@@ -181,6 +183,6 @@ class ServiceRuntime:
             raise
 
 
-def run_service(main: Callable[[], Awaitable[None]]) -> None:
-    """Run a service's async main; Ctrl-C and SIGTERM end it cleanly."""
-    asyncio.run(main())
+def run_service(main: Callable[[], Coroutine[Any, Any, None]], event_loop: EventLoop = "uvloop") -> None:
+    """Run a service's async main on the chosen event loop; Ctrl-C and SIGTERM end it cleanly."""
+    run_on(event_loop, main)

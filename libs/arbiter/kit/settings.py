@@ -8,6 +8,8 @@ from typing import TypeVar
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from arbiter.kit.eventloop import EventLoop
+
 
 class KitSettings(BaseSettings):
     """What every service needs: infrastructure addresses, ports, time scale, logging."""
@@ -62,6 +64,8 @@ class KitSettings(BaseSettings):
     # Allocations between two scans of the youngest objects (arbiter.kit.runtime.tune_garbage_collector);
     # 0 keeps Python's own pace (700).
     gc_young_threshold: int = Field(default=20_000, ge=0)
+    # uvloop runs the sockets in C (arbiter.kit.eventloop); `asyncio` is the standard library's loop.
+    event_loop: EventLoop = "uvloop"
 
 
 # A Watch stream may fall this many changes behind its client before it is dropped (kit.watch).

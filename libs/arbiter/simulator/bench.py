@@ -758,6 +758,7 @@ async def run_bench(target: Target, config: BenchConfig, say: Callable[[str], No
     """Every stage, in order; a failing stage is noted and the next one still runs."""
     report = Report(machine={
         "cpus": os.cpu_count(), "time_scale": target.time_source.scale, "python_loop_ns": python_loop_ns(),
+        "event_loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
         "socket_round_trip_us": {"same_cpu": socket_round_trip_us((0, 0)),
                                  "across_cpus": socket_round_trip_us((0, 1))},
         "config": asdict(config),
@@ -801,7 +802,7 @@ def summary(report: Report) -> str:
     lines = [f"machine: {machine.get('cpus')} CPUs; compare runs by: {machine.get('python_loop_ns')} ns per Python "
              f"loop step, a socket round trip {trips.get('same_cpu')} us on one CPU and {trips.get('across_cpus')} us "
              f"across two, {machine.get('stolen_percent')}% of CPU time stolen by the host during the run; "
-             f"time scale x{machine.get('time_scale')}"]
+             f"time scale x{machine.get('time_scale')}; event loop {machine.get('event_loop')}"]
     kafka, redis_rates = report.raw.get("kafka", {}), report.raw.get("redis", {})
     if kafka:
         lines.append(f"raw kafka: produce {kafka['produce_per_s']:,}/s ({kafka['produce_mb_per_s']} MB/s), "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -39,6 +38,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="KAFKA_FETCH_MAX_WAIT_MS of the services and the simulator (tansu answers a fetch "
                              "only when this wait ends, even when records arrive sooner; Apache Kafka answers "
                              "at once, so production keeps the 500 ms default)")
+    parser.add_argument("--event-loop", choices=("uvloop", "asyncio"), default="uvloop",
+                        help="event loop of the services and the load generator (EVENT_LOOP)")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
 
 
@@ -66,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Start the system, run every stage, print and write the figures."""
     from arbiter.devstack.stack import SystemStack
+    from arbiter.kit.eventloop import run_on
     from arbiter.kit.timesource import TimeSource
     from arbiter.simulator.bench import BenchConfig, Target, run_bench, summary, write_json
     from arbiter.simulator.run import quiet_client_logs
@@ -94,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
         # The in-process play site reads its Kafka settings from the environment too.
         os.environ.update(fetch_wait)
         stack = SystemStack(state_dir, time_scale=args.time_scale, free_ports=True, say=say,
-                            database_name=f"arbiter_bench_{int(time.time())}", extra_env=fetch_wait, auth=True)
+                            database_name=f"arbiter_bench_{int(time.time())}",
+                            extra_env={**fetch_wait, "EVENT_LOOP": args.event_loop}, auth=True)
         try:
             stack.start_infrastructure()
             stack.start_services()
@@ -108,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
                 rating=stack.services["rating"].grpc_address,
                 auth_signing_key=stack.auth_signing_key,
             )
-            report = asyncio.run(run_bench(target, config, say))
+            report = run_on(args.event_loop, lambda: run_bench(target, config, say))
             if stack.kafka_embedded:
                 report.notes.append(EMBEDDED_BROKER_NOTE)
         except KeyboardInterrupt:
