@@ -51,5 +51,7 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     assert burst["next_round_requested"] == 48
     [firehose] = printed["firehose"]
     assert firehose["offered_results_per_s"] == 300 and firehose["rated_games_per_s"] > 0
+    assert firehose["rated_per_s_while_offered"] is not None and firehose["rated_per_s_while_offered"] >= 0
+    assert printed["machine"]["event_loop"] == "uvloop"
     # A stage that failed leaves a note of its own; the only note is the embedded broker's.
     assert [note for note in printed["notes"] if not note.startswith("the embedded tansu")] == []

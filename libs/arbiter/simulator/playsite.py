@@ -134,6 +134,8 @@ class PlaySiteStats:
     move_times: deque[float] = field(default_factory=lambda: deque(maxlen=200_000))
     # Real seconds from the result that completed a round to the first request of the next round.
     pairing_latencies: list[float] = field(default_factory=list)
+    # When (time.monotonic()) each of those was measured, to see when in a stage the slow ones came.
+    pairing_latency_times: list[float] = field(default_factory=list)
     # The part of each of those after the pairing service stamped the request (requested_at): its
     # commit, outbox relay, broker and this consumer; the rest is the result's way in and the pairing.
     delivery_latencies: list[float] = field(default_factory=list)
@@ -342,7 +344,9 @@ class PlaySite:
             self._rounds_seen[competition.id] = competition.round
             last = self._last_result.get(competition.id)
             if last is not None and seen > 0:
-                self.stats.pairing_latencies.append(time.monotonic() - last)
+                now = time.monotonic()
+                self.stats.pairing_latencies.append(now - last)
+                self.stats.pairing_latency_times.append(now)
                 if request.HasField("requested_at"):
                     since = (self.time_source.now() - request.requested_at.ToDatetime(tzinfo=UTC)).total_seconds()
                     self.stats.delivery_latencies.append(self.time_source.real_seconds(since))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 from arbiter.simulator.bench import (
-    Report, host_cpu_ticks, python_loop_ns, socket_round_trip_us, stolen_percent, summary, targets,
+    Report, host_cpu_ticks, python_loop_ns, rate_while_offered, socket_round_trip_us, stolen_percent, summary,
+    targets,
 )
 
 
@@ -47,7 +48,8 @@ def test_socket_round_trip_is_measured_on_one_cpu_and_refused_on_a_cpu_not_ours(
 def test_targets_take_the_best_rate_through_pairing_and_the_stage_offered_1000() -> None:
     report = Report(stages=[_stage(500, 500.0, 480.0, 90.0), _stage(1000, 990.0, 950.0, 140.0),
                             _stage(2000, 1500.0, 1600.0, 900.0)],
-                    firehose=[{"rated_games_per_s": 3000.0}, {"rated_games_per_s": 2900.0}])
+                    firehose=[{"rated_per_s_while_offered": 3000.0}, {"rated_per_s_while_offered": 2900.0},
+                              {"rated_per_s_while_offered": None}])
     lines = targets(report)
     assert "measured 1500.0 results/s through pairing" in lines[1]
     assert "rating alone 3000.0 games/s" in lines[1]
@@ -68,3 +70,12 @@ def test_summary_prints_the_host_calibration_beside_the_figures() -> None:
                                            "a socket round trip 14.5 us on one CPU and 70.0 us across two")
     assert "1.2% of CPU time stolen by the host" in text
     assert text.splitlines()[-1] == "note: broker note"
+
+
+def test_the_rate_while_offered_counts_only_games_rated_inside_the_window() -> None:
+    sent = {"early": 0.1, "inside-1": 0.5, "inside-2": 1.0, "late": 2.0, "never": 2.5}
+    seen = {"early": 0.9, "inside-1": 1.0, "inside-2": 3.0, "late": 3.5}
+    # window [1.0, 3.0]: inside-1 and inside-2, over two seconds
+    assert rate_while_offered(sent, seen, began=0.0, ended=3.0, warm_up=1.0) == 1.0
+    assert rate_while_offered(sent, seen, began=0.0, ended=1.0, warm_up=1.0) is None
+    assert rate_while_offered(sent, {}, began=0.0, ended=3.0, warm_up=1.0) == 0.0
