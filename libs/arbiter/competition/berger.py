@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,6 +65,8 @@ def table_size(entrants: int) -> int:
     return entrants if entrants % 2 == 0 else entrants + 1
 
 
+# Every round of every round robin asks for its table, which depends on n alone and is immutable.
+@functools.lru_cache(maxsize=128)
 def berger_table(entrants: int) -> tuple[BergerRound, ...]:
     """Every round of the FIDE Berger table for this many entrants (T-14; n rounds for odd n, n-1 for even)."""
     size = table_size(entrants)

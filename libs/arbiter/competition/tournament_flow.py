@@ -333,14 +333,18 @@ def result_of_finish(
         if verdict not in (Verdict.BOTH_LOSE, Verdict.DRAW) and ending is Ending.BOTH_ABSENT:
             raise FlowError(f"a game both players missed has no winner, not {verdict} (T-19)")
         return _scored(ResultKind.BOTH_ABSENT, None, tournament_rated, both_sat=False)
-    winner = {Verdict.WHITE_WINS: Side.WHITE, Verdict.BLACK_WINS: Side.BLACK}.get(verdict)
-    kind = {
-        Ending.PLAYED: ResultKind.NORMAL,
-        Ending.NEVER_SAT: ResultKind.NEVER_SAT,  # T-16: lost on time never having sat
-        Ending.BUSY_FORFEIT: ResultKind.BUSY_FORFEIT,  # T-18
-        Ending.CLOSED_AT_DEADLINE: ResultKind.CLOSED_DRAW,  # T-15
-    }[ending]
-    return _scored(kind, winner, tournament_rated, both_sat=white_sat and black_sat)
+    return _scored(_KIND_OF_ENDING[ending], _WINNER_OF_VERDICT.get(verdict), tournament_rated,
+                   both_sat=white_sat and black_sat)
+
+
+# Built once: every result of every round is scored through them.
+_WINNER_OF_VERDICT: Final = {Verdict.WHITE_WINS: Side.WHITE, Verdict.BLACK_WINS: Side.BLACK}
+_KIND_OF_ENDING: Final = {
+    Ending.PLAYED: ResultKind.NORMAL,
+    Ending.NEVER_SAT: ResultKind.NEVER_SAT,  # T-16: lost on time never having sat
+    Ending.BUSY_FORFEIT: ResultKind.BUSY_FORFEIT,  # T-18
+    Ending.CLOSED_AT_DEADLINE: ResultKind.CLOSED_DRAW,  # T-15
+}
 
 
 def result_of_flag(loser: Side, *, loser_never_sat: bool, tournament_rated: bool) -> ScoredResult:

@@ -337,9 +337,10 @@ def infrastructure_cpu_seconds() -> dict[str, float]:
 
 
 # Where a result's way to the next pairing goes, inside the pairing service: (label, histogram series).
+GAME_FINISHED_HANDLER = 'arbiter_event_handler_seconds{topic="game.finished"}'
 PAIRING_PARTS = (
     ("result age at handling", "arbiter_result_age_seconds"),
-    ("game.finished handler", 'arbiter_event_handler_seconds{topic="game.finished"}'),
+    ("game.finished handler", GAME_FINISHED_HANDLER),
     ("wake -> worker step", "arbiter_tournament_step_wait_seconds"),
     ("pairing a round", 'arbiter_pairing_seconds{format="round_robin"}'),
 )
@@ -636,6 +637,7 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
         say(f"burst: {len(created)} round robins of {config.entrants}; round 1 requested "
             f"({playsite.backlog} of {expected} games)")
         pairing_before = consumed(pairing_metrics, events.GAME_FINISHED.name)
+        handlers_before = _result_handlers(target)
         cpu_before = cpu_seconds(target.metrics)
         began = time.monotonic()
         games = await playsite.release_held()
@@ -653,6 +655,7 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
             await asyncio.sleep(0.1)
         cpu_after = cpu_seconds(target.metrics)
         window = time.monotonic() - began
+        handlers_after = _result_handlers(target)
         rated = [watch.first_seen[g] for g in games if g in watch.first_seen]
         next_round = playsite.backlog
     finally:
@@ -670,11 +673,24 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
         "rated_games": len(rated),
         "next_round_requested": next_round,
         "cpu_percent": _cpu(cpu_before, cpu_after, window),
+        # How each consumer took them: its game.finished batches and their mean handling time.
+        "game_finished_batches": {
+            service: {"batches": int(after[1] - handlers_before[service][1]),
+                      "mean_ms": mean_ms({"h": handlers_before[service]}, {"h": after})["h"]}
+            for service, after in handlers_after.items() if service in handlers_before
+        },
     }
     say(f"burst: {len(games)} results published at {result['published_per_s']}/s; standings took them at "
         f"{result['standings_per_s']}/s, ratings at {result['rated_per_s']}/s; next round requested "
         f"{next_round} games")
     return result
+
+
+def _result_handlers(target: Target) -> dict[str, tuple[float, float]]:
+    """(sum, count) of the game.finished handler histogram of pairing and rating."""
+    series = GAME_FINISHED_HANDLER
+    return {service: histogram_totals(target.metrics[service], [series])[series]
+            for service in ("pairing", "rating") if target.metrics.get(service)}
 
 
 def firehose_events(tag: str, first_serial: int, count: int, rng: random.Random,
@@ -884,7 +900,8 @@ def summary(report: Report) -> str:
         lines.append(f"a whole round at once ({b['tournaments']} round robins, {b['results']} results published at "
                      f"{b['published_per_s']}/s): standings took them at {b['standings_per_s']}/s, ratings at "
                      f"{b['rated_per_s']}/s ({b['rated_games']} rated); next round requested: "
-                     f"{b['next_round_requested']} games; CPU % {b['cpu_percent']}")
+                     f"{b['next_round_requested']} games; CPU % {b['cpu_percent']}; game.finished batches "
+                     f"{b.get('game_finished_batches')}")
     if report.firehose:
         lines.append("results straight onto game.finished (rating service throughput):")
         for f in report.firehose:
