@@ -19,9 +19,9 @@ from faststream.kafka import KafkaBroker
 
 from arbiter.kit.auth import ServiceKey, TokenSigner, parse_keys, signing_key
 from arbiter.kit.db import create_pool, migrate, migrations_in
+from arbiter.kit.eventloop import EventLoop, run_on
 from arbiter.kit.grpcclient import open_channel
 from arbiter.kit.grpcserver import GrpcService, start_grpc_server
-from arbiter.kit.eventloop import EventLoop, run_on
 from arbiter.kit.kafka import ensure_topics, make_broker, make_outbox_producer, outbox_publisher, run_lag_monitor
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox, OutboxRelay
