@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Any, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar, get_args
 
 import uvloop
 
 T = TypeVar("T")
 EventLoop = Literal["uvloop", "asyncio"]
+EVENT_LOOPS: Final[tuple[EventLoop, ...]] = get_args(EventLoop)
+DEFAULT_EVENT_LOOP: Final[EventLoop] = "uvloop"
 
 
 def run_on(event_loop: EventLoop, main: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -183,6 +183,6 @@ class ServiceRuntime:
             raise
 
 
-def run_service(main: Callable[[], Coroutine[Any, Any, None]], event_loop: EventLoop = "uvloop") -> None:
+def run_service(main: Callable[[], Coroutine[Any, Any, None]], event_loop: EventLoop) -> None:
     """Run a service's async main on the chosen event loop; Ctrl-C and SIGTERM end it cleanly."""
     run_on(event_loop, main)

@@ -8,7 +8,7 @@ from typing import TypeVar
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from arbiter.kit.eventloop import EventLoop
+from arbiter.kit.eventloop import DEFAULT_EVENT_LOOP, EventLoop
 
 
 class KitSettings(BaseSettings):
@@ -65,7 +65,7 @@ class KitSettings(BaseSettings):
     # 0 keeps Python's own pace (700).
     gc_young_threshold: int = Field(default=20_000, ge=0)
     # uvloop runs the sockets in C (arbiter.kit.eventloop); `asyncio` is the standard library's loop.
-    event_loop: EventLoop = "uvloop"
+    event_loop: EventLoop = DEFAULT_EVENT_LOOP
 
 
 # A Watch stream may fall this many changes behind its client before it is dropped (kit.watch).

@@ -290,23 +290,40 @@ INFRASTRUCTURE_PROCESSES = (
 )
 
 
-def service_seconds(metrics: dict[str, str]) -> tuple[dict[str, float], dict[str, float]]:
-    """CPU seconds of each service and infrastructure server, and each service's seconds in garbage collection.
+@dataclass(frozen=True)
+class Reading:
+    """Every service's /metrics, scraped once, and the infrastructure's CPU seconds: the system at one moment.
 
-    One scrape of each service's /metrics serves both.
+    Every figure of a stage's start or end comes from one reading, so no service renders its
+    /metrics twice for it and the figures agree on the moment.
     """
-    cpu, collecting = {}, {}
-    for name, url in metrics.items():
-        samples = scrape(url)
-        cpu[name] = samples.get("process_cpu_seconds_total", 0.0)
-        collecting[name] = _matching(samples, "arbiter_gc_pause_seconds_sum", ())
-    cpu.update(infrastructure_cpu_seconds())
-    return cpu, collecting
 
+    samples: dict[str, dict[str, float]]
+    infrastructure: dict[str, float]
 
-def cpu_seconds(metrics: dict[str, str]) -> dict[str, float]:
-    """process_cpu_seconds_total of each service, and the CPU seconds of the infrastructure servers."""
-    return service_seconds(metrics)[0]
+    @classmethod
+    def take(cls, metrics: dict[str, str], infrastructure: bool = True) -> Reading:
+        """Scrape each service in `metrics`; read the infrastructure's CPU unless told not to."""
+        return cls({name: scrape(url) for name, url in metrics.items()},
+                   infrastructure_cpu_seconds() if infrastructure else {})
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds of each service (process_cpu_seconds_total) and infrastructure server."""
+        seconds = {name: samples.get("process_cpu_seconds_total", 0.0) for name, samples in self.samples.items()}
+        seconds.update(self.infrastructure)
+        return seconds
+
+    def collecting(self) -> dict[str, float]:
+        """Seconds each service's event loop has stood still in garbage collection (every generation)."""
+        return {name: _matching(samples, "arbiter_gc_pause_seconds_sum", ()) for name, samples in self.samples.items()}
+
+    def consumed(self, service: str, topic: str) -> float:
+        """Events of `topic` the service consumed, every outcome but errors (0 when it is not read)."""
+        return consumed_in(self.samples.get(service, {}), topic)
+
+    def histograms(self, service: str, series: Sequence[str]) -> dict[str, tuple[float, float]]:
+        """(sum, count) of each histogram `series` of the service (see `histogram_totals`)."""
+        return histogram_totals(self.samples.get(service, {}), series)
 
 
 def process_cpu_seconds(pid: int | str) -> tuple[str, float]:
@@ -346,9 +363,8 @@ PAIRING_PARTS = (
 )
 
 
-def histogram_totals(url: str, series: Sequence[str]) -> dict[str, tuple[float, float]]:
+def histogram_totals(samples: dict[str, float], series: Sequence[str]) -> dict[str, tuple[float, float]]:
     """(sum, count) of each histogram `series` ("name" or "name{label="value",...}"), over its matching labels."""
-    samples = scrape(url)
     totals = {}
     for name in series:
         base, _, wanted = name.partition("{")
@@ -372,10 +388,10 @@ def mean_ms(before: dict[str, tuple[float, float]], after: dict[str, tuple[float
     return means
 
 
-def consumed(url: str, topic: str) -> float:
-    """arbiter_events_consumed_total of one service for one topic, every outcome but errors."""
+def consumed_in(samples: dict[str, float], topic: str) -> float:
+    """arbiter_events_consumed_total of one service's samples for one topic, every outcome but errors."""
     total = 0.0
-    for key, value in scrape(url).items():
+    for key, value in samples.items():
         if (key.startswith("arbiter_events_consumed_total") and f'topic="{topic}"' in key
                 and 'outcome="error"' not in key):
             total += value
@@ -505,12 +521,12 @@ async def played_stage(target: Target, config: BenchConfig, say: Callable[[str],
         real_lead = target.time_source.real_seconds(TOURNAMENT_LEAD_SECONDS) + 1
         say(f"played: {config.played_tournaments} round robins of 8 created; starting in {real_lead:.0f} s")
         await wait_until(lambda: playsite.stats.started > 0, real_lead + 30)
-        cpu_before = cpu_seconds(target.metrics)
+        cpu_before = Reading.take(target.metrics).cpu()
         moves_before, finished_before = playsite.stats.moves, playsite.stats.finished
         started = time.monotonic()
         await asyncio.sleep(config.played_seconds)
         elapsed = time.monotonic() - started
-        cpu_after = cpu_seconds(target.metrics)
+        cpu_after = Reading.take(target.metrics).cpu()
         moves = playsite.stats.moves - moves_before
         finished = playsite.stats.finished - finished_before
         latencies = sorted(playsite.stats.pairing_latencies)
@@ -553,34 +569,33 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                                                  share=0.9, patience=60)
         say(f"rates: {len(created)} of {config.tournaments} round robins of {config.entrants} created and round 1 "
             f"requested ({playsite.backlog} games waiting) in {time.monotonic() - started:.0f} s")
-        pairing_metrics = target.metrics.get("pairing", "")
+        pairing_only = {name: url for name, url in target.metrics.items() if name == "pairing"}
+        part_series = [series for _, series in PAIRING_PARTS]
         for rate in config.rates:
             playsite.result_rate = float(rate)
-            cpu_before, gc_before = service_seconds(target.metrics)
+            before = Reading.take(target.metrics)
             own_cpu_before = time.process_time()
             finished_before = playsite.stats.finished
             paired_before = len(playsite.stats.pairing_latencies)
             delivered_before = len(playsite.stats.delivery_latencies)
-            pairing_before = consumed(pairing_metrics, events.GAME_FINISHED.name) if pairing_metrics else 0.0
             rated_before = watch.count
             sent_before = set(playsite.result_sent)
-            parts_before = histogram_totals(pairing_metrics, [series for _, series in PAIRING_PARTS]) \
-                if pairing_metrics else {}
             began = time.monotonic()
             await asyncio.sleep(config.stage_seconds)
             elapsed = time.monotonic() - began
-            cpu_after, gc_after = service_seconds(target.metrics)
+            after = Reading.take(target.metrics)
             own_cpu = time.process_time() - own_cpu_before
             finished = playsite.stats.finished - finished_before
             games = [g for g in playsite.result_sent if g not in sent_before]
             await asyncio.sleep(1.0)  # let the last results of the stage reach the rating service
-            pairing_after = consumed(pairing_metrics, events.GAME_FINISHED.name) if pairing_metrics else 0.0
-            parts = mean_ms(parts_before, histogram_totals(pairing_metrics, list(parts_before))) \
-                if pairing_metrics else {}
+            drained = Reading.take(pairing_only, infrastructure=False)
+            pairing_consumed = (drained.consumed("pairing", events.GAME_FINISHED.name)
+                                - before.consumed("pairing", events.GAME_FINISHED.name))
+            parts = mean_ms(before.histograms("pairing", part_series), drained.histograms("pairing", part_series))
             stage = {
                 "offered_results_per_s": rate, "seconds": round(elapsed, 1),
                 "results_per_s": round(finished / elapsed, 1),
-                "pairing_consumed_per_s": round((pairing_after - pairing_before) / (elapsed + 1.0), 1),
+                "pairing_consumed_per_s": round(pairing_consumed / (elapsed + 1.0), 1),
                 "rating_updates_per_s": round((watch.count - rated_before) / (elapsed + 1.0), 1),
                 "backlog_at_end": playsite.backlog,
                 "result_to_next_pairing_ms": _pct(sorted(playsite.stats.pairing_latencies[paired_before:])),
@@ -591,9 +606,9 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                 # The simulated play site runs in this process, on the same two cores as the system.
                 "bench_process_cpu_percent": round(own_cpu / elapsed * 100, 1),
                 "result_to_rating_updated_ms": latency_ms(playsite.result_sent, watch.first_seen, games),
-                "cpu_percent": _cpu(cpu_before, cpu_after, elapsed),
+                "cpu_percent": _cpu(before.cpu(), after.cpu(), elapsed),
                 # Wall time each service's event loop spent collecting garbage (part of its CPU above).
-                "gc_percent": _cpu(gc_before, gc_after, elapsed),
+                "gc_percent": _cpu(before.collecting(), after.collecting(), elapsed),
                 "pairing_parts_mean_ms": {label: parts.get(series) for label, series in PAIRING_PARTS},
             }
             stages.append(stage)
@@ -636,9 +651,8 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
                                                         config.entrants, prefix, share=1.0, patience=90)
         say(f"burst: {len(created)} round robins of {config.entrants}; round 1 requested "
             f"({playsite.backlog} of {expected} games)")
-        pairing_before = consumed(pairing_metrics, events.GAME_FINISHED.name)
-        handlers_before = _result_handlers(target)
-        cpu_before = cpu_seconds(target.metrics)
+        before = Reading.take(target.metrics)
+        pairing_before = before.consumed("pairing", events.GAME_FINISHED.name)
         began = time.monotonic()
         games = await playsite.release_held()
         published = time.monotonic()
@@ -646,16 +660,15 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
         deadline = began + config.drain_seconds
         while time.monotonic() < deadline:
             if scored_at is None and \
-                    consumed(pairing_metrics, events.GAME_FINISHED.name) - pairing_before >= len(games):
+                    consumed_in(scrape(pairing_metrics), events.GAME_FINISHED.name) - pairing_before >= len(games):
                 scored_at = time.monotonic()
             if scored_at is not None and all(g in watch.first_seen for g in games) \
                     and playsite.backlog >= len(games):
                 break
             # Each look renders pairing's /metrics; every 100 ms keeps that off the measured work.
             await asyncio.sleep(0.1)
-        cpu_after = cpu_seconds(target.metrics)
+        after = Reading.take(target.metrics)
         window = time.monotonic() - began
-        handlers_after = _result_handlers(target)
         rated = [watch.first_seen[g] for g in games if g in watch.first_seen]
         next_round = playsite.backlog
     finally:
@@ -672,12 +685,12 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
         "rated_per_s": per_second(max(rated, default=None), len(rated)),
         "rated_games": len(rated),
         "next_round_requested": next_round,
-        "cpu_percent": _cpu(cpu_before, cpu_after, window),
+        "cpu_percent": _cpu(before.cpu(), after.cpu(), window),
         # How each consumer took them: its game.finished batches and their mean handling time.
         "game_finished_batches": {
-            service: {"batches": int(after[1] - handlers_before[service][1]),
-                      "mean_ms": mean_ms({"h": handlers_before[service]}, {"h": after})["h"]}
-            for service, after in handlers_after.items() if service in handlers_before
+            service: _batches(before.histograms(service, [GAME_FINISHED_HANDLER])[GAME_FINISHED_HANDLER],
+                              after.histograms(service, [GAME_FINISHED_HANDLER])[GAME_FINISHED_HANDLER])
+            for service in ("pairing", "rating") if service in target.metrics
         },
     }
     say(f"burst: {len(games)} results published at {result['published_per_s']}/s; standings took them at "
@@ -686,17 +699,14 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
     return result
 
 
-def _result_handlers(target: Target) -> dict[str, tuple[float, float]]:
-    """(sum, count) of the game.finished handler histogram of pairing and rating."""
-    series = GAME_FINISHED_HANDLER
-    return {service: histogram_totals(target.metrics[service], [series])[series]
-            for service in ("pairing", "rating") if target.metrics.get(service)}
+def _batches(before: tuple[float, float], after: tuple[float, float]) -> dict[str, Any]:
+    """Batches handled between two (sum, count) readings of a handler histogram, and their mean in ms."""
+    return {"batches": int(after[1] - before[1]), "mean_ms": mean_ms({"h": before}, {"h": after})["h"]}
 
 
-def firehose_events(tag: str, first_serial: int, count: int, rng: random.Random,
+def firehose_events(tag: str, players: Sequence[str], first_serial: int, count: int, rng: random.Random,
                     time_source: TimeSource) -> list[tuple[str, OutboxRecord]]:
-    """`count` rated casual GameFinished records among 20,000 players, ready to publish."""
-    players = [f"bf{tag}-{i:05d}" for i in range(20_000)]
+    """`count` rated casual GameFinished records between `players`, ready to publish."""
     made = []
     for serial in range(first_serial, first_serial + count):
         white, black = rng.sample(players, 2)
@@ -742,15 +752,16 @@ async def firehose(target: Target, config: BenchConfig, say: Callable[[str], Non
     publish = outbox_publisher(producer)
     rng = random.Random(config.seed)
     tag = uuid.uuid4().hex[:4]
+    players = [f"bf{tag}-{i:05d}" for i in range(20_000)]
     results = []
     serial = 0
     try:
         for rate in config.firehose_rates:
             total = int(rate * config.firehose_seconds)
-            prepared = firehose_events(tag, serial, total, rng, target.time_source)
+            prepared = firehose_events(tag, players, serial, total, rng, target.time_source)
             serial += total
             sent: dict[str, float] = {}
-            cpu_before = cpu_seconds(target.metrics)
+            cpu_before = Reading.take(target.metrics).cpu()
             updates_before = watch.count
             began = time.monotonic()
             tick = 0.01
@@ -768,7 +779,7 @@ async def firehose(target: Target, config: BenchConfig, say: Callable[[str], Non
             offered_seconds = time.monotonic() - began
             await wait_until(lambda: sum(1 for g in sent if g in watch.first_seen) >= len(sent), config.drain_seconds)
             drained = time.monotonic() - began
-            cpu_after = cpu_seconds(target.metrics)
+            cpu_after = Reading.take(target.metrics).cpu()
             seen = sum(1 for g in sent if g in watch.first_seen)
             stage = {
                 "offered_results_per_s": rate, "sent": len(sent),

@@ -13,6 +13,8 @@ from dataclasses import asdict, replace
 from datetime import datetime
 from pathlib import Path
 
+from arbiter.kit.eventloop import DEFAULT_EVENT_LOOP, EVENT_LOOPS, run_on
+
 BENCH_TIME_SCALE = 60.0
 # Per Kafka hop on tansu the latency is spread evenly over the fetch wait: 20 ms keeps it below the targets.
 BENCH_FETCH_WAIT_MS = 20
@@ -38,7 +40,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="KAFKA_FETCH_MAX_WAIT_MS of the services and the simulator (tansu answers a fetch "
                              "only when this wait ends, even when records arrive sooner; Apache Kafka answers "
                              "at once, so production keeps the 500 ms default)")
-    parser.add_argument("--event-loop", choices=("uvloop", "asyncio"), default="uvloop",
+    parser.add_argument("--event-loop", choices=EVENT_LOOPS, default=DEFAULT_EVENT_LOOP,
                         help="event loop of the services and the load generator (EVENT_LOOP)")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
 
@@ -67,7 +69,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Start the system, run every stage, print and write the figures."""
     from arbiter.devstack.stack import SystemStack
-    from arbiter.kit.eventloop import run_on
     from arbiter.kit.timesource import TimeSource
     from arbiter.simulator.bench import BenchConfig, Target, run_bench, summary, write_json
     from arbiter.simulator.run import quiet_client_logs
