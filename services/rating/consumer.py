@@ -37,7 +37,8 @@ class RatingMetrics:
         self.games = metrics.counter(
             "arbiter_rating_games_total",
             "GameFinished events by outcome (rated, ignored, duplicate) and reason (rated, friendly, never_sat,"
-            " busy_forfeit, both_absent, bye, invalid, redelivered, already_rated)",
+            " busy_forfeit, both_absent, bye, invalid; redelivered: the event that rated or ignored it came"
+            " again; already_rated: its game was rated under another event id)",
             ("outcome", "reason"),
         )
         self.revised = metrics.counter(
@@ -127,8 +128,9 @@ class GameFinishedHandler:
     async def __call__(self, events: Sequence[ev.GameFinished]) -> str:
         """Handle one batch in one transaction; raise to have the whole batch delivered again.
 
-        One transaction for every pool of the batch: the effects, the processed event ids and
-        the outgoing events commit together, in 8 round trips for the usual batch (a few more for
+        One transaction for every pool of the batch: the effects (each rated game with the id of
+        the event that rated it), the ids of the events that rated nothing and the outgoing events
+        commit together, in 7 round trips for the usual batch (a few more for
         a late game or a batch above `store.ONE_STATEMENT_GAMES`). Under load every round trip waits
         for a busy PostgreSQL, so their count, not the work per game, sets a small batch's time.
         """
@@ -164,19 +166,29 @@ class GameFinishedHandler:
         pools = {verdict.pool for verdict in verdicts if verdict.pool is not None}
         # One writer per pool across replicas, taken before anything is read.
         await store.lock_pools(connection, pools)
-        fresh = await first_deliveries(connection, CONSUMER, [v.event_id for v in verdicts])
         to_rate: dict[str, tuple[Pool, Verdict]] = {}
+        # The batch's other events for a game it already holds: which is a redelivery depends on
+        # which event rated the game, known once the stored games are read.
+        again: dict[str, list[str]] = defaultdict(list)
+        unratable: dict[str, Verdict] = {}
+        delivered: set[str] = set()
         for verdict in verdicts:
-            if verdict.event_id not in fresh:
-                counts[("duplicate", "redelivered")] += 1
+            if verdict.event_id in delivered:
+                counts[("duplicate", "redelivered")] += 1  # the same event twice in one batch counts once
                 continue
-            fresh.discard(verdict.event_id)  # the same event twice in one batch counts once
+            delivered.add(verdict.event_id)
             if verdict.pool is None or verdict.game is None:
-                counts[("ignored", verdict.reason)] += 1
+                unratable[verdict.event_id] = verdict
             elif verdict.game.game_id in to_rate:
-                counts[("duplicate", "already_rated")] += 1
+                again[verdict.game.game_id].append(verdict.event_id)
             else:
                 to_rate[verdict.game.game_id] = (verdict.pool, verdict)
+        # A rated game is its own idempotency record, saved with the id of the event that rated it
+        # (migration 003): only the events that rate nothing need a processed-event row.
+        if unratable:
+            fresh = await first_deliveries(connection, CONSUMER, list(unratable))
+            for event_id, verdict in unratable.items():
+                counts[("ignored", verdict.reason) if event_id in fresh else ("duplicate", "redelivered")] += 1
         if not to_rate:
             return [], []
         # The same game under another event id (a play site retrying) is rated once. The states are
@@ -186,7 +198,14 @@ class GameFinishedHandler:
             assert verdict.game is not None
             candidates[pool].update((verdict.game.white_id, verdict.game.black_id))
         already, current = await store.rated_and_states(connection, list(to_rate), candidates)
-        counts[("duplicate", "already_rated")] += len(already)
+        for game_id, (_pool, verdict) in to_rate.items():
+            others = again.get(game_id, [])
+            if game_id in already:
+                rated_by = already[game_id]  # None for a game rated before migration 003
+                for event_id in (verdict.event_id, *others):
+                    counts[("duplicate", "redelivered" if event_id == rated_by else "already_rated")] += 1
+            else:
+                counts[("duplicate", "already_rated")] += len(others)  # the first of them rates it
         work: dict[Pool, _PoolWork] = {}
         for game_id, (pool, verdict) in to_rate.items():
             if game_id not in already:
@@ -233,7 +252,8 @@ class GameFinishedHandler:
                     "pool": pool.lock_name, "earliest": entry.games[0].game_id, "revised": len(pool_revised),
                 })
         await store.rewrite_games(connection, revised, self.time_source.now())
-        await store.save_rated(connection, new, final)
+        await store.save_rated(connection, new, final, {
+            game_id: event_id for entry in work.values() for game_id, event_id in entry.causation.items()})
         await self.outbox.add(connection, *updates.events)
         return rated, revised
 

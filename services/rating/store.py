@@ -126,10 +126,11 @@ async def player_states(
 
 async def rated_and_states(
     connection: asyncpg.Connection, game_ids: Collection[str], players: Mapping[Pool, Collection[str]]
-) -> tuple[set[str], dict[Pool, dict[str, PlayerState]]]:
-    """Those of `game_ids` already rated (under whatever event id they came) and the stored states of `players`.
+) -> tuple[dict[str, str | None], dict[Pool, dict[str, PlayerState]]]:
+    """Those of `game_ids` already rated, with the event id that rated each, and the stored states of `players`.
 
-    One round trip, both read under the pools' locks; players never rated in a pool are absent.
+    One round trip, both read under the pools' locks; players never rated in a pool are absent,
+    and a game rated before event ids were kept with it has None.
     """
     variants: list[str] = []
     speeds: list[int] = []
@@ -139,23 +140,28 @@ async def rated_and_states(
         speeds += [pool.speed] * len(pool_players)
         ids += pool_players
     rows = await connection.fetch(
-        "SELECT r.variant, r.speed, r.player_id, r.rating, r.deviation, r.volatility, r.games, r.last_rated_at"
+        "SELECT r.variant, r.speed, r.player_id, r.rating, r.deviation, r.volatility, r.games, r.last_rated_at,"
+        " NULL AS event_id"
         " FROM unnest($1::text[], $2::smallint[], $3::text[]) AS u(variant, speed, player_id)"
         " JOIN ratings AS r ON r.variant = u.variant AND r.speed = u.speed AND r.player_id = u.player_id"
-        " UNION ALL SELECT NULL, NULL, g.game_id, NULL, NULL, NULL, NULL, NULL"
+        " UNION ALL SELECT NULL, NULL, g.game_id, NULL, NULL, NULL, NULL, NULL, g.event_id"
         " FROM unnest($4::text[]) AS u(game_id) JOIN rated_games AS g ON g.game_id = u.game_id",
         variants, speeds, ids, list(game_ids),
     )
-    rated: set[str] = set()
+    rated: dict[str, str | None] = {}
     states: dict[Pool, dict[str, PlayerState]] = {pool: {} for pool in players}
-    for variant, speed, player_or_game, rating, deviation, volatility, games, last_rated_at in rows:
+    for variant, speed, player_or_game, rating, deviation, volatility, games, last_rated_at, event_id in rows:
         if variant is None:
-            rated.add(player_or_game)
+            rated[player_or_game] = event_id
         else:
             states[Pool(variant, speed)][player_or_game] = PlayerState(
                 Rating(rating, deviation, volatility), games, last_rated_at
             )
     return rated, states
+
+
+# Written once with a new game and never rewritten by a replay (migration 003).
+_NEW_GAME_COLUMNS = (*_GAME_COLUMNS, "event_id")
 
 
 def _game_values(pool: Pool, applied: AppliedGame) -> tuple[object, ...]:
@@ -237,11 +243,11 @@ def _column_type(name: str) -> str:
 
 @cache
 def _save_statement() -> str:
-    games = ", ".join(f"${i + 1}::{_column_type(name)}[]" for i, name in enumerate(_GAME_COLUMNS))
-    offset = len(_GAME_COLUMNS)
+    games = ", ".join(f"${i + 1}::{_column_type(name)}[]" for i, name in enumerate(_NEW_GAME_COLUMNS))
+    offset = len(_NEW_GAME_COLUMNS)
     states = ", ".join(f"${offset + i + 1}::{_column_type(name)}[]" for i, name in enumerate(_STATE_COLUMNS))
     return (
-        f"WITH games AS (INSERT INTO rated_games ({', '.join(_GAME_COLUMNS)}) SELECT * FROM unnest({games}))"
+        f"WITH games AS (INSERT INTO rated_games ({', '.join(_NEW_GAME_COLUMNS)}) SELECT * FROM unnest({games}))"
         f" INSERT INTO ratings ({', '.join(_STATE_COLUMNS)}) SELECT * FROM unnest({states})"
         " ON CONFLICT (variant, speed, player_id) DO UPDATE SET rating = EXCLUDED.rating,"
         " deviation = EXCLUDED.deviation, volatility = EXCLUDED.volatility, games = EXCLUDED.games,"
@@ -251,13 +257,15 @@ def _save_statement() -> str:
 
 async def save_rated(
     connection: asyncpg.Connection, applied: Mapping[Pool, Sequence[AppliedGame]],
-    states: Mapping[Pool, Mapping[str, PlayerState]],
+    states: Mapping[Pool, Mapping[str, PlayerState]], event_ids: Mapping[str, str],
 ) -> None:
-    """Store newly rated games and upsert their players' states; one round trip when the batch is small."""
-    games = [_game_values(pool, a) for pool, pool_games in applied.items() for a in pool_games]
+    """Store newly rated games, each with the event that rated it (`event_ids` by game id), and upsert
+    their players' states; one round trip when the batch is small."""
+    games = [(*_game_values(pool, a), event_ids[a.game.game_id])
+             for pool, pool_games in applied.items() for a in pool_games]
     if len(games) > ONE_STATEMENT_GAMES:
         # The caller checked under the pools' locks that none of these games is stored.
-        await connection.copy_records_to_table("rated_games", records=games, columns=list(_GAME_COLUMNS))
+        await connection.copy_records_to_table("rated_games", records=games, columns=list(_NEW_GAME_COLUMNS))
         await save_states(connection, states)
         return
     if not games:

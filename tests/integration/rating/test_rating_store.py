@@ -1,4 +1,5 @@
-"""Rating store: a small batch saved by one statement stores what the COPY path stores; one read answers both questions."""
+"""Rating store: a small batch saved by one statement stores what the COPY path stores; one read answers both
+questions; the handler tells a redelivered event from a re-sent game by the event id kept with the game."""
 
 from __future__ import annotations
 
@@ -10,9 +11,16 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from arbiter.contracts import common_pb2 as cm
+from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.db import create_pool, migrate, migrations_in
+from arbiter.kit.events import timestamp
+from arbiter.kit.metrics import Metrics
+from arbiter.kit.outbox import Outbox
+from arbiter.kit.timesource import TimeSource
 from arbiter.rating.ledger import NEW_PLAYER, AppliedGame, GameToRate, PlayerState, apply_game
 from services.rating import store
+from services.rating.consumer import GameFinishedHandler, RatingMetrics
 from services.rating.games import Pool
 
 MIGRATIONS = Path(store.__file__).resolve().parent / "migrations"
@@ -50,6 +58,11 @@ def rated_batch(
     return applied, states
 
 
+def event_ids(applied: dict[Pool, list[AppliedGame]]) -> dict[str, str]:
+    """The id of the GameFinished that rated each game, by game id."""
+    return {a.game.game_id: f"ev-{a.game.game_id}" for games in applied.values() for a in games}
+
+
 async def saved_rows(pool: asyncpg.Pool, prefix: str) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     games = await pool.fetch(
         "SELECT * FROM rated_games WHERE game_id LIKE $1 || '%' ORDER BY game_id", prefix,
@@ -66,14 +79,14 @@ async def saved_rows(pool: asyncpg.Pool, prefix: str) -> tuple[list[tuple[object
 async def test_one_statement_and_copy_store_the_same_rows(pool: asyncpg.Pool, count: int) -> None:
     applied, states = rated_batch("one", count)
     async with pool.acquire() as connection, connection.transaction():
-        await store.save_rated(connection, applied, states)
+        await store.save_rated(connection, applied, states, event_ids(applied))
     # The same games under other ids, saved through COPY by pretending the batch is large.
     copied, copied_states = rated_batch("cpy", count)
     threshold = store.ONE_STATEMENT_GAMES
     try:
         store.ONE_STATEMENT_GAMES = 0
         async with pool.acquire() as connection, connection.transaction():
-            await store.save_rated(connection, copied, copied_states)
+            await store.save_rated(connection, copied, copied_states, event_ids(copied))
     finally:
         store.ONE_STATEMENT_GAMES = threshold
     one_games, one_ratings = await saved_rows(pool, "one")
@@ -87,12 +100,13 @@ async def test_one_statement_and_copy_store_the_same_rows(pool: asyncpg.Pool, co
 async def test_a_second_batch_upserts_the_states_of_players_seen_before(pool: asyncpg.Pool) -> None:
     first, first_states = rated_batch("up", 3)
     async with pool.acquire() as connection, connection.transaction():
-        await store.save_rated(connection, first, first_states)
+        await store.save_rated(connection, first, first_states, event_ids(first))
     game = GameToRate("up-later", START + timedelta(hours=1), "upw0", "upb0", 1.0)
     result = apply_game(game, first_states[BLITZ]["upw0"], first_states[BLITZ]["upb0"])
     async with pool.acquire() as connection, connection.transaction():
         await store.save_rated(connection, {BLITZ: [result]}, {BLITZ: {"upw0": result.white_after,
-                                                                        "upb0": result.black_after}})
+                                                                        "upb0": result.black_after}},
+                               {"up-later": "ev-up-later"})
     states = await store.player_states(pool, BLITZ, ["upw0", "upb0", "upw1"])
     assert states["upw0"] == result.white_after and states["upb0"] == result.black_after
     assert states["upw1"] == first_states[BLITZ]["upw1"]
@@ -101,11 +115,63 @@ async def test_a_second_batch_upserts_the_states_of_players_seen_before(pool: as
 async def test_rated_and_states_answers_which_games_are_rated_and_who_has_a_rating(pool: asyncpg.Pool) -> None:
     applied, states = rated_batch("rs", 4)
     async with pool.acquire() as connection, connection.transaction():
-        await store.save_rated(connection, applied, states)
+        await store.save_rated(connection, applied, states, event_ids(applied))
     rated_id = applied[RAPID][2].game.game_id
     async with pool.acquire() as connection:
         rated, found = await store.rated_and_states(
             connection, [rated_id, "rs-never-rated"], {BLITZ: ["rsw0", "rs-newcomer"], RAPID: ["rsb1"]},
         )
-    assert rated == {rated_id}
+    assert rated == {rated_id: f"ev-{rated_id}"}
     assert found == {BLITZ: {"rsw0": states[BLITZ]["rsw0"]}, RAPID: {"rsb1": states[RAPID]["rsb1"]}}
+
+
+def finished_event(game_id: str, event_id: str, white: str, black: str, at: datetime) -> ev.GameFinished:
+    """A rated blitz GameFinished (R-3: both sat) under `event_id`."""
+    event = ev.GameFinished(
+        game_id=game_id, variant="international", speed=cm.SPEED_BLITZ, white_id=white, black_id=black,
+        competition=cm.CompetitionRef(kind=cm.COMPETITION_KIND_CASUAL, id=game_id),
+        result=cm.GAME_RESULT_WHITE_WINS, termination=cm.TERMINATION_RESIGNATION, white_sat=True, black_sat=True,
+        rated=True, plies=40, finished_at=timestamp(at), started_at=timestamp(at),
+    )
+    event.meta.event_id = event_id
+    return event
+
+
+async def test_a_rated_game_tells_a_redelivery_from_a_resend_in_any_order_within_a_batch(pool: asyncpg.Pool) -> None:
+    """The game keeps the id of the event that rated it (migration 003): that event again is "redelivered",
+    the game under another id "already_rated", even when the other id comes first in the batch; an
+    unrated event is told apart by its processed-event row."""
+    metrics = RatingMetrics(Metrics("rating-dedupe-test"))
+    handler = GameFinishedHandler(pool, Outbox("rating", TimeSource()), metrics, TimeSource())
+    original = finished_event("dd-g1", "dd-x", "dd-w", "dd-b", START)
+    resent = finished_event("dd-g1", "dd-y", "dd-w", "dd-b", START)
+    friendly = finished_event("dd-g2", "dd-f", "dd-w", "dd-b", START)
+    friendly.rated = False
+
+    def counted() -> dict[tuple[str, str], float]:
+        return {(s.labels["outcome"], s.labels["reason"]): s.value for family in metrics.games.collect()
+                for s in family.samples if s.name.endswith("_total")}
+
+    assert await handler([original, friendly]) == "handled"
+    assert counted() == {("rated", "rated"): 1, ("ignored", "friendly"): 1}
+    assert await pool.fetchval("SELECT event_id FROM rated_games WHERE game_id = 'dd-g1'") == "dd-x"
+    # Only the event that rated nothing left a processed-event row.
+    assert await pool.fetchval("SELECT array_agg(event_id) FROM processed_events") == ["dd-f"]
+    assert await handler([resent, original, friendly, original]) == "duplicate"
+    assert counted() == {("rated", "rated"): 1, ("ignored", "friendly"): 1, ("duplicate", "already_rated"): 1,
+                         ("duplicate", "redelivered"): 3}
+    assert await pool.fetchval("SELECT count(*) FROM rated_games") == 1
+    assert await pool.fetchval("SELECT count(*) FROM outbox") == 2  # the one rating's two RatingUpdated
+
+
+async def test_a_new_game_twice_in_one_batch_is_rated_by_its_first_event(pool: asyncpg.Pool) -> None:
+    metrics = RatingMetrics(Metrics("rating-first-test"))
+    handler = GameFinishedHandler(pool, Outbox("rating", TimeSource()), metrics, TimeSource())
+    first = finished_event("dd-g3", "dd-1", "dd-w3", "dd-b3", START)
+    second = finished_event("dd-g3", "dd-2", "dd-w3", "dd-b3", START)
+    assert await handler([first, second]) == "handled"
+    assert await pool.fetchval("SELECT event_id FROM rated_games WHERE game_id = 'dd-g3'") == "dd-1"
+    assert await handler([second]) == "duplicate"
+    samples = {(s.labels["outcome"], s.labels["reason"]): s.value for family in metrics.games.collect()
+               for s in family.samples if s.name.endswith("_total")}
+    assert samples == {("rated", "rated"): 1, ("duplicate", "already_rated"): 2}
