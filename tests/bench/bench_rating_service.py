@@ -40,6 +40,7 @@ from arbiter.devstack.infra import create_database, postgres_reachable
 from arbiter.devstack.stack import SystemStack
 from arbiter.kit import events
 from arbiter.kit.kafka import ensure_topics
+from services.rating.settings import RatingSettings
 
 LOCAL_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
 POOLS = (("international", cm.SPEED_BLITZ), ("international", cm.SPEED_RAPID),
@@ -210,7 +211,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=2000.0, help="finished games per second of game time")
     parser.add_argument("--jitter", type=float, default=0.05,
                         help="finish times up to this many seconds out of publication order (default 0.05)")
-    parser.add_argument("--batch", type=int, default=1000, help="RATING_BATCH_SIZE of the service")
+    parser.add_argument("--batch", type=int, default=RatingSettings.model_fields["rating_batch_size"].default,
+                        help="RATING_BATCH_SIZE of the service (default: the service's own)")
     parser.add_argument("--timeout", type=float, default=180.0)
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
