@@ -13,7 +13,7 @@ class RatingSettings(KitSettings):
     grpc_port: int = 50054
     metrics_port: int = 9104
     # GameFinished events rated per transaction at most: larger batches amortise the round trips.
-    # Only a backlog fills them. 2,000 against 1,000 (issue 9 note, session 9): 7,798-8,299 rated
-    # games/s against 6,000-7,531 alone (bench_rating_service.py, three pairs), 4,918 against
-    # 4,717/s on average in the system's firehose (eight stages each).
-    rating_batch_size: int = Field(default=2000, ge=1, le=10_000)
+    # Only a backlog fills them. 2,000 was faster alone and in a firehose-only run, but after the
+    # benchmark's rate stages PostgreSQL spent half as much again per game and the firehose fell
+    # to 2,086-2,771/s (4,286-4,817 with 1,000; issue 9 note, session 9).
+    rating_batch_size: int = Field(default=1000, ge=1, le=10_000)
