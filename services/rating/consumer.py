@@ -199,13 +199,12 @@ class GameFinishedHandler:
             candidates[pool].update((verdict.game.white_id, verdict.game.black_id))
         already, current = await store.rated_and_states(connection, list(to_rate), candidates)
         for game_id, (_pool, verdict) in to_rate.items():
-            others = again.get(game_id, [])
-            if game_id in already:
-                rated_by = already[game_id]  # None for a game rated before migration 003
-                for event_id in (verdict.event_id, *others):
-                    counts[("duplicate", "redelivered" if event_id == rated_by else "already_rated")] += 1
-            else:
-                counts[("duplicate", "already_rated")] += len(others)  # the first of them rates it
+            if game_id in already:  # every event of the batch for it comes too late; None before migration 003
+                late, rated_by = (verdict.event_id, *again.get(game_id, ())), already[game_id]
+            else:  # the first of them rates it now
+                late, rated_by = tuple(again.get(game_id, ())), verdict.event_id
+            for event_id in late:
+                counts[("duplicate", "redelivered" if event_id == rated_by else "already_rated")] += 1
         work: dict[Pool, _PoolWork] = {}
         for game_id, (pool, verdict) in to_rate.items():
             if game_id not in already:

@@ -25,6 +25,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from rating_support import finished
 
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
@@ -40,22 +41,6 @@ WHITE_SCORE = {cm.GAME_RESULT_WHITE_WINS: 1.0, cm.GAME_RESULT_BLACK_WINS: 0.0, c
 
 
 # --------------------------------------------------------------------------- builders
-
-
-def finished(
-    game_id: str, white: str, black: str, result: int, at: datetime, *, variant: str = "international",
-    speed: int = BLITZ, rated: bool = True, white_sat: bool = True, black_sat: bool = True,
-    termination: int = cm.TERMINATION_RESIGNATION, kind: int = cm.COMPETITION_KIND_TOURNAMENT,
-) -> ev.GameFinished:
-    event = ev.GameFinished(
-        game_id=game_id, variant=variant, speed=speed, white_id=white, black_id=black, result=result,  # type: ignore[arg-type]
-        termination=termination, white_sat=white_sat, black_sat=black_sat, rated=rated,  # type: ignore[arg-type]
-        competition=cm.CompetitionRef(kind=kind, id="t-1", round=1),  # type: ignore[arg-type]
-    )
-    event.meta.event_id = uuid.uuid4().hex
-    event.meta.producer = "play-site-test"
-    event.finished_at.FromDatetime(at)
-    return event
 
 
 def as_game(event: ev.GameFinished) -> GameToRate:

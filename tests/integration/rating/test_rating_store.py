@@ -10,11 +10,11 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from rating_support import finished
 
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.db import create_pool, migrate, migrations_in
-from arbiter.kit.events import timestamp
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
@@ -125,16 +125,15 @@ async def test_rated_and_states_answers_which_games_are_rated_and_who_has_a_rati
     assert found == {BLITZ: {"rsw0": states[BLITZ]["rsw0"]}, RAPID: {"rsb1": states[RAPID]["rsb1"]}}
 
 
-def finished_event(game_id: str, event_id: str, white: str, black: str, at: datetime) -> ev.GameFinished:
-    """A rated blitz GameFinished (R-3: both sat) under `event_id`."""
-    event = ev.GameFinished(
-        game_id=game_id, variant="international", speed=cm.SPEED_BLITZ, white_id=white, black_id=black,
-        competition=cm.CompetitionRef(kind=cm.COMPETITION_KIND_CASUAL, id=game_id),
-        result=cm.GAME_RESULT_WHITE_WINS, termination=cm.TERMINATION_RESIGNATION, white_sat=True, black_sat=True,
-        rated=True, plies=40, finished_at=timestamp(at), started_at=timestamp(at),
-    )
-    event.meta.event_id = event_id
-    return event
+def counted(metrics: RatingMetrics) -> dict[tuple[str, str], float]:
+    """The handler's GameFinished counts by (outcome, reason)."""
+    return {(s.labels["outcome"], s.labels["reason"]): s.value for family in metrics.games.collect()
+            for s in family.samples if s.name.endswith("_total")}
+
+
+def rated_win(game_id: str, event_id: str, white: str, black: str) -> ev.GameFinished:
+    """A rated international blitz game white won at START (R-3: both sat), under `event_id`."""
+    return finished(game_id, white, black, cm.GAME_RESULT_WHITE_WINS, START, event_id=event_id)
 
 
 async def test_a_rated_game_tells_a_redelivery_from_a_resend_in_any_order_within_a_batch(pool: asyncpg.Pool) -> None:
@@ -143,23 +142,19 @@ async def test_a_rated_game_tells_a_redelivery_from_a_resend_in_any_order_within
     unrated event is told apart by its processed-event row."""
     metrics = RatingMetrics(Metrics("rating-dedupe-test"))
     handler = GameFinishedHandler(pool, Outbox("rating", TimeSource()), metrics, TimeSource())
-    original = finished_event("dd-g1", "dd-x", "dd-w", "dd-b", START)
-    resent = finished_event("dd-g1", "dd-y", "dd-w", "dd-b", START)
-    friendly = finished_event("dd-g2", "dd-f", "dd-w", "dd-b", START)
+    original = rated_win("dd-g1", "dd-x", "dd-w", "dd-b")
+    resent = rated_win("dd-g1", "dd-y", "dd-w", "dd-b")
+    friendly = rated_win("dd-g2", "dd-f", "dd-w", "dd-b")
     friendly.rated = False
 
-    def counted() -> dict[tuple[str, str], float]:
-        return {(s.labels["outcome"], s.labels["reason"]): s.value for family in metrics.games.collect()
-                for s in family.samples if s.name.endswith("_total")}
-
     assert await handler([original, friendly]) == "handled"
-    assert counted() == {("rated", "rated"): 1, ("ignored", "friendly"): 1}
+    assert counted(metrics) == {("rated", "rated"): 1, ("ignored", "friendly"): 1}
     assert await pool.fetchval("SELECT event_id FROM rated_games WHERE game_id = 'dd-g1'") == "dd-x"
     # Only the event that rated nothing left a processed-event row.
     assert await pool.fetchval("SELECT array_agg(event_id) FROM processed_events") == ["dd-f"]
     assert await handler([resent, original, friendly, original]) == "duplicate"
-    assert counted() == {("rated", "rated"): 1, ("ignored", "friendly"): 1, ("duplicate", "already_rated"): 1,
-                         ("duplicate", "redelivered"): 3}
+    assert counted(metrics) == {("rated", "rated"): 1, ("ignored", "friendly"): 1,
+                                ("duplicate", "already_rated"): 1, ("duplicate", "redelivered"): 3}
     assert await pool.fetchval("SELECT count(*) FROM rated_games") == 1
     assert await pool.fetchval("SELECT count(*) FROM outbox") == 2  # the one rating's two RatingUpdated
 
@@ -167,11 +162,9 @@ async def test_a_rated_game_tells_a_redelivery_from_a_resend_in_any_order_within
 async def test_a_new_game_twice_in_one_batch_is_rated_by_its_first_event(pool: asyncpg.Pool) -> None:
     metrics = RatingMetrics(Metrics("rating-first-test"))
     handler = GameFinishedHandler(pool, Outbox("rating", TimeSource()), metrics, TimeSource())
-    first = finished_event("dd-g3", "dd-1", "dd-w3", "dd-b3", START)
-    second = finished_event("dd-g3", "dd-2", "dd-w3", "dd-b3", START)
+    first = rated_win("dd-g3", "dd-1", "dd-w3", "dd-b3")
+    second = rated_win("dd-g3", "dd-2", "dd-w3", "dd-b3")
     assert await handler([first, second]) == "handled"
     assert await pool.fetchval("SELECT event_id FROM rated_games WHERE game_id = 'dd-g3'") == "dd-1"
     assert await handler([second]) == "duplicate"
-    samples = {(s.labels["outcome"], s.labels["reason"]): s.value for family in metrics.games.collect()
-               for s in family.samples if s.name.endswith("_total")}
-    assert samples == {("rated", "rated"): 1, ("duplicate", "already_rated"): 2}
+    assert counted(metrics) == {("rated", "rated"): 1, ("duplicate", "already_rated"): 2}

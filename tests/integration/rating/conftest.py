@@ -1,0 +1,10 @@
+"""The rating tests' shared builders live in rating_support, next to them (see its docstring)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
