@@ -60,6 +60,8 @@ class SystemStack:
     database_name: str = "arbiter"
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    # Variables for one service only, by service name; they win over extra_env.
+    service_extra_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     say: Callable[[str], None] = print
     # Service tokens on (issue 10): without AUTH_KEYS in the environment, a key is made for this run.
     auth: bool = False
@@ -158,6 +160,7 @@ class SystemStack:
             env.setdefault("KAFKA_PARTITIONS", str(EMBEDDED_KAFKA_PARTITIONS))
         env.update(self._auth_env())
         env.update(self.extra_env)
+        env.update(self.service_extra_env.get(name, {}))
         return env
 
     def start_services(self, names: Iterable[str] = SERVICE_NAMES) -> None:

@@ -878,6 +878,8 @@ def summary(report: Report) -> str:
              f"loop step, a socket round trip {trips.get('same_cpu')} us on one CPU and {trips.get('across_cpus')} us "
              f"across two, {machine.get('stolen_percent')}% of CPU time stolen by the host during the run; "
              f"time scale x{machine.get('time_scale')}; event loop {machine.get('event_loop')}"]
+    if machine.get("kafka_fetch_wait_ms"):
+        lines.append(f"kafka fetch wait, ms per consumer process: {machine['kafka_fetch_wait_ms']}")
     kafka, redis_rates = report.raw.get("kafka", {}), report.raw.get("redis", {})
     if kafka:
         lines.append(f"raw kafka: produce {kafka['produce_per_s']:,}/s ({kafka['produce_mb_per_s']} MB/s), "

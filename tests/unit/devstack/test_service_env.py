@@ -26,3 +26,14 @@ def test_an_operators_partition_count_wins_on_the_embedded_broker(tmp_path: Path
 def test_a_given_broker_keeps_the_services_default_partitions(tmp_path: Path) -> None:
     env = _stack(tmp_path, {}, embedded=False).service_env("rating")
     assert "KAFKA_PARTITIONS" not in env
+
+
+def test_a_services_own_variables_win_over_the_shared_ones_and_stay_its_own(tmp_path: Path) -> None:
+    stack = SystemStack(tmp_path, environ={}, kafka_bootstrap="127.0.0.1:1",
+                        extra_env={"KAFKA_FETCH_MAX_WAIT_MS": "20", "EVENT_LOOP": "uvloop"},
+                        service_extra_env={"rating": {"KAFKA_FETCH_MAX_WAIT_MS": "100"}})
+    stack.services["rating"] = ServiceProcess("rating", 50054, 9104)
+    stack.services["pairing"] = ServiceProcess("pairing", 50051, 9101)
+    rating, pairing = stack.service_env("rating"), stack.service_env("pairing")
+    assert (rating["KAFKA_FETCH_MAX_WAIT_MS"], rating["EVENT_LOOP"]) == ("100", "uvloop")
+    assert (pairing["KAFKA_FETCH_MAX_WAIT_MS"], pairing["EVENT_LOOP"]) == ("20", "uvloop")

@@ -69,7 +69,14 @@ def test_summary_prints_the_host_calibration_beside_the_figures() -> None:
     assert text.splitlines()[0].startswith("machine: 2 CPUs; compare runs by: 41.5 ns per Python loop step, "
                                            "a socket round trip 14.5 us on one CPU and 70.0 us across two")
     assert "1.2% of CPU time stolen by the host" in text
+    assert "kafka fetch wait" not in text
     assert text.splitlines()[-1] == "note: broker note"
+
+
+def test_summary_prints_each_consumer_process_fetch_wait_when_the_run_set_them() -> None:
+    waits = {"rating": 100, "pairing": 20, "play site": 20}
+    report = Report(machine={"cpus": 2, "kafka_fetch_wait_ms": waits}, stages=[_stage(1000, 990.0, 950.0, 140.0)])
+    assert f"kafka fetch wait, ms per consumer process: {waits}" in summary(report).splitlines()
 
 
 def test_the_rate_while_offered_counts_only_games_rated_inside_the_window() -> None:
