@@ -163,7 +163,7 @@ def make_producer(settings: KitSettings, client_id: str) -> AIOKafkaProducer:
     """A plain aiokafka producer (not started): every replica acknowledges, sends gathered for 2 ms."""
     return AIOKafkaProducer(
         bootstrap_servers=settings.kafka_bootstrap_servers, client_id=client_id,
-        acks="all", linger_ms=2, request_timeout_ms=30_000,
+        acks="all", linger_ms=2, request_timeout_ms=30_000, max_batch_size=settings.kafka_producer_batch_bytes,
     )
 
 
