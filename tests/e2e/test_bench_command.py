@@ -49,6 +49,10 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     burst = printed["burst"]
     # 6 round robins of 16: a first round of 48 games, all scored, rated and followed by round 2.
     assert burst["results"] == 48 and burst["standings_per_s"] and burst["rated_per_s"]
+    # Counted from the start of the building, the same work took longer.
+    assert burst["built_in_seconds"] > 0
+    assert burst["standings_per_s_with_building"] <= burst["standings_per_s"]
+    assert burst["rated_per_s_with_building"] <= burst["rated_per_s"]
     assert burst["next_round_requested"] == 48
     [firehose] = printed["firehose"]
     assert firehose["offered_results_per_s"] == 300 and firehose["rated_games_per_s"] > 0

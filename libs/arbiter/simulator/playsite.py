@@ -162,6 +162,20 @@ class PlaySiteStats:
         }
 
 
+@dataclass(frozen=True)
+class Release:
+    """Held instant games published at once: their ids, and when (monotonic) the publication began and ended.
+
+    The events are built before the first goes out; `publishing` is when they were handed to
+    Kafka, so that the simulator's own preparation is not counted as the services' work.
+    """
+
+    game_ids: list[str]
+    building: float
+    publishing: float
+    published: float
+
+
 @dataclass
 class LiveGame:
     """One game the play site hosts."""
@@ -387,19 +401,21 @@ class PlaySite:
                     log.error("instant games failed", extra={
                         "game_ids": [request.game_id for request in slice_], "error": repr(error)})
 
-    async def release_held(self) -> list[str]:
-        """Publish the results of every queued instant game at once; return their game ids."""
+    async def release_held(self) -> Release:
+        """Publish the results of every queued instant game at once; say which and when."""
+        building = time.monotonic()
         slice_ = list(self._instant)
         self._instant.clear()
-        await self._instant_slice(slice_)
-        return [request.game_id for request in slice_]
+        publishing = await self._instant_slice(slice_)
+        return Release([request.game_id for request in slice_], building, publishing, time.monotonic())
 
-    async def _instant_slice(self, requests: Sequence[ev.GameRequested]) -> None:
+    async def _instant_slice(self, requests: Sequence[ev.GameRequested]) -> float:
         """Start and finish a slice of instant games: their GameStarted and GameFinished events in whole batches.
 
         Both kinds go out together (one produce request, one wait): they are on different topics,
         whose records no consumer sees in a fixed order anyway, and each service takes a start
-        that arrives after its game's result (clock, pairing's busy players).
+        that arrives after its game's result (clock, pairing's busy players). Returns when
+        (monotonic) the built events began to be published.
         """
         now = events.timestamp(self.time_source.now())
         records = []
@@ -412,11 +428,13 @@ class PlaySite:
             event = self._finished_event(live, result, termination, now, now)
             finished.append((event, termination))
             records.append(self._record(event, f"{request.game_id}/finished", now))
+        publishing = time.monotonic()
         await self._publish_records(records)
         sent = time.monotonic()
         self.stats.started += len(requests)
         for request, (event, termination) in zip(requests, finished, strict=True):
             self._note_finished(request, event, termination, sent)
+        return publishing
 
     def _host_instant(self, request: ev.GameRequested) -> None:
         """An instant game whose result waits `instant_after_seconds`, hosted like a played game meanwhile."""

@@ -239,7 +239,8 @@ async def _held_scenario(bootstrap: str) -> None:
 
         released = await playsite.release_held()
 
-        assert sorted(released) == sorted(games)
+        assert sorted(released.game_ids) == sorted(games)
+        assert released.building <= released.publishing <= released.published
         assert set(playsite.result_sent) == set(games) and playsite.backlog == 0
         assert playsite.stats.started == playsite.stats.finished == len(games) and playsite.stats.errors == 0
     finally:
