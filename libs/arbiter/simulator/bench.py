@@ -307,6 +307,11 @@ class Reading:
         return cls({name: scrape(url) for name, url in metrics.items()},
                    infrastructure_cpu_seconds() if infrastructure else {})
 
+    @classmethod
+    async def read(cls, metrics: dict[str, str], infrastructure: bool = True) -> Reading:
+        """`take` in a worker thread: the play site in this process keeps playing while the services render."""
+        return await asyncio.to_thread(cls.take, metrics, infrastructure)
+
     def cpu(self) -> dict[str, float]:
         """CPU seconds of each service (process_cpu_seconds_total) and infrastructure server."""
         seconds = {name: samples.get("process_cpu_seconds_total", 0.0) for name, samples in self.samples.items()}
@@ -521,12 +526,12 @@ async def played_stage(target: Target, config: BenchConfig, say: Callable[[str],
         real_lead = target.time_source.real_seconds(TOURNAMENT_LEAD_SECONDS) + 1
         say(f"played: {config.played_tournaments} round robins of 8 created; starting in {real_lead:.0f} s")
         await wait_until(lambda: playsite.stats.started > 0, real_lead + 30)
-        cpu_before = Reading.take(target.metrics).cpu()
+        cpu_before = (await Reading.read(target.metrics)).cpu()
         moves_before, finished_before = playsite.stats.moves, playsite.stats.finished
         started = time.monotonic()
         await asyncio.sleep(config.played_seconds)
         elapsed = time.monotonic() - started
-        cpu_after = Reading.take(target.metrics).cpu()
+        cpu_after = (await Reading.read(target.metrics)).cpu()
         moves = playsite.stats.moves - moves_before
         finished = playsite.stats.finished - finished_before
         latencies = sorted(playsite.stats.pairing_latencies)
@@ -573,7 +578,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
         part_series = [series for _, series in PAIRING_PARTS]
         for rate in config.rates:
             playsite.result_rate = float(rate)
-            before = Reading.take(target.metrics)
+            before = await Reading.read(target.metrics)
             own_cpu_before = time.process_time()
             finished_before = playsite.stats.finished
             paired_before = len(playsite.stats.pairing_latencies)
@@ -583,12 +588,12 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
             began = time.monotonic()
             await asyncio.sleep(config.stage_seconds)
             elapsed = time.monotonic() - began
-            after = Reading.take(target.metrics)
+            after = await Reading.read(target.metrics)
             own_cpu = time.process_time() - own_cpu_before
             finished = playsite.stats.finished - finished_before
             games = [g for g in playsite.result_sent if g not in sent_before]
             await asyncio.sleep(1.0)  # let the last results of the stage reach the rating service
-            drained = Reading.take(pairing_only, infrastructure=False)
+            drained = await Reading.read(pairing_only, infrastructure=False)
             pairing_consumed = (drained.consumed("pairing", events.GAME_FINISHED.name)
                                 - before.consumed("pairing", events.GAME_FINISHED.name))
             parts = mean_ms(before.histograms("pairing", part_series), drained.histograms("pairing", part_series))
@@ -652,7 +657,7 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
                                                         config.entrants, prefix, share=1.0, patience=90)
         say(f"burst: {len(created)} round robins of {config.entrants}; round 1 requested "
             f"({playsite.backlog} of {expected} games)")
-        before = Reading.take(target.metrics)
+        before = await Reading.read(target.metrics)
         pairing_before = before.consumed("pairing", events.GAME_FINISHED.name)
         read_at = time.monotonic()
         release = await playsite.release_held()
@@ -660,15 +665,16 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
         scored_at: float | None = None
         deadline = began + config.drain_seconds
         while time.monotonic() < deadline:
-            if scored_at is None and \
-                    consumed_in(scrape(pairing_metrics), events.GAME_FINISHED.name) - pairing_before >= len(games):
-                scored_at = time.monotonic()
+            if scored_at is None:
+                consumed = consumed_in(await asyncio.to_thread(scrape, pairing_metrics), events.GAME_FINISHED.name)
+                if consumed - pairing_before >= len(games):
+                    scored_at = time.monotonic()
             if scored_at is not None and all(g in watch.first_seen for g in games) \
                     and playsite.backlog >= len(games):
                 break
             # Each look renders pairing's /metrics; every 100 ms keeps that off the measured work.
             await asyncio.sleep(0.1)
-        after = Reading.take(target.metrics)
+        after = await Reading.read(target.metrics)
         window = time.monotonic() - read_at
         rated = [watch.first_seen[g] for g in games if g in watch.first_seen]
         next_round = playsite.backlog
@@ -768,7 +774,7 @@ async def firehose(target: Target, config: BenchConfig, say: Callable[[str], Non
             prepared = firehose_events(tag, players, serial, total, rng, target.time_source)
             serial += total
             sent: dict[str, float] = {}
-            cpu_before = Reading.take(target.metrics).cpu()
+            cpu_before = (await Reading.read(target.metrics)).cpu()
             updates_before = watch.count
             began = time.monotonic()
             tick = 0.01
@@ -786,7 +792,7 @@ async def firehose(target: Target, config: BenchConfig, say: Callable[[str], Non
             offered_seconds = time.monotonic() - began
             await wait_until(lambda: sum(1 for g in sent if g in watch.first_seen) >= len(sent), config.drain_seconds)
             drained = time.monotonic() - began
-            cpu_after = Reading.take(target.metrics).cpu()
+            cpu_after = (await Reading.read(target.metrics)).cpu()
             seen = sum(1 for g in sent if g in watch.first_seen)
             stage = {
                 "offered_results_per_s": rate, "sent": len(sent),
