@@ -19,8 +19,8 @@ async def test_a_statement_run_often_on_a_grown_table_is_still_planned_for_its_b
             # More runs than PostgreSQL needs (5) to settle on a generic plan, while the table is empty.
             for _ in range(8):
                 await connection.fetch(lookup, "c", ["e0"])
-            await connection.execute(
-                "INSERT INTO processed_events (consumer, event_id) SELECT 'c', 'e' || i FROM generate_series(1, 50000) i")
+            await connection.execute("INSERT INTO processed_events (consumer, event_id)"
+                                     " SELECT 'c', 'e' || i FROM generate_series(1, 50000) i")
             plan = "\n".join(row[0] for row in await connection.fetch(lookup, "c", ["e1", "e2"]))
         # The plan follows the table as it is now: probes of the key, no scan of 50,000 rows. (This simple
         # lookup keeps its index under PostgreSQL's default too; the batch statements of pairing did not.)
