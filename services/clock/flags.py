@@ -14,8 +14,9 @@ Exactly once, with any number of replicas and crashes:
    steps 2-4 repeat (step 3 then does nothing if it had committed).
 Kafka delivery stays at-least-once (the kit's outbox relay may publish a row twice after a
 crash), with the same event id, which consumers deduplicate.
-Deadlines are competition time; the poller sleeps in real time until the nearest one, through
-the time source. It knows the nearest deadline from each claim, and this process's own writes tell
+Deadlines are competition time; the poller sleeps in real time until the nearest one and the
+transit allowance after it (`flag_transit_seconds`: a move made before it may still be on its
+way), through the time source. It knows the nearest deadline from each claim, and this process's own writes tell
 it of any earlier one set since (`LiveStore.watch_deadlines`): it wakes for those at once. Only a
 deadline set by another replica after this one's last look (a replica that died before its own
 poller saw it) and a lease that ran out wait for the next blind look, at most
@@ -66,6 +67,8 @@ class FlagPoller:
         self.max_sleep = settings.flag_poll_max_seconds
         # The lease is real time (how long a replica may take); claims are scored in competition ms.
         self.lease_ms = int(settings.flag_lease_seconds * time_source.scale * 1000)
+        # Transit is real time too (publication and fetch); deadlines wait it out in competition ms.
+        self.transit_ms = int(settings.flag_transit_seconds * time_source.scale * 1000)
         self.gauge_every = settings.live_gauge_seconds
         self._gauge_at = 0.0
         # The nearest deadline the last claim left in the set; later ones of this process are told.
@@ -84,8 +87,9 @@ class FlagPoller:
 
     def deadline_set(self, deadline_ms: int) -> None:
         """A write of this process set `deadline_ms`: wake for it if it comes before the planned look."""
-        if deadline_ms < self._wake_at_ms and not self._holding:
-            self._wake_at_ms = deadline_ms
+        due_ms = deadline_ms + self.transit_ms
+        if due_ms < self._wake_at_ms and not self._holding:
+            self._wake_at_ms = due_ms
             self._alarm.set()
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -128,18 +132,20 @@ class FlagPoller:
     def cutoff_ms(self, now_ms: int) -> int:
         """Deadlines up to this instant may be decided: none that fell due while moves may be missing.
 
-        A flag is a verdict on silence. While the broker is unreachable (and for the grace after,
-        while the outage's backlog is read) the play site's moves may be on their way with their
-        own times, so deadlines since the last contact wait (BrokerContact); then the verdict is
-        taken on the complete record.
+        A flag is a verdict on silence. A move or a return made just before a deadline may be in
+        transit for a moment (`flag_transit_seconds`), and while the broker is unreachable (and for
+        the grace after, while the outage's backlog is read) the play site's moves may be on their
+        way with their own times, so deadlines since the last contact wait (BrokerContact); then the
+        verdict is taken on the complete record.
         """
+        settled_ms = now_ms - self.transit_ms
         since = self.contact.missing_since() if self.contact is not None else None
         if since is None:
-            return now_ms
+            return settled_ms
         if since == -math.inf:
             return -1  # just started: nothing is decided before the backlog is read
         held_real_seconds = time.monotonic() - since
-        return now_ms - int(held_real_seconds * self.time_source.scale * 1000)
+        return min(settled_ms, now_ms - int(held_real_seconds * self.time_source.scale * 1000))
 
     def _pause(self) -> float:
         self._holding = self.contact is not None and self.contact.missing_since() is not None
@@ -150,7 +156,7 @@ class FlagPoller:
         # after all, saved back) was told (`deadline_set`), and the games it decided left the set.
         if self._nearest is None:
             return self.max_sleep
-        wait = self.time_source.real_seconds((self._nearest - self.now_ms()) / 1000)
+        wait = self.time_source.real_seconds((self._nearest + self.transit_ms - self.now_ms()) / 1000)
         return min(self.max_sleep, max(0.001, wait))
 
     async def _sample_live(self) -> None:
