@@ -25,6 +25,7 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
         # A faster competition clock shortens each stage's wait for its tournaments to start.
         [sys.executable, "-m", "arbiter.cli.main", "bench", "--quick", "--rates", "150", "--stage-seconds", "3",
          "--tournaments", "12", "--burst-tournaments", "6", "--firehose-rates", "300", "--time-scale", "240",
+         "--result-every-ms", "30",
          "--state-dir", str(tmp_path / "state"), "--json-out", str(out), "--json"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=400,
     )
@@ -58,5 +59,6 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     assert firehose["offered_results_per_s"] == 300 and firehose["rated_games_per_s"] > 0
     assert firehose["rated_per_s_while_offered"] is not None and firehose["rated_per_s_while_offered"] >= 0
     assert printed["machine"]["event_loop"] == "uvloop"
+    assert machine["config"]["result_every_ms"] == 30
     # A stage that failed leaves a note of its own; the only note is the embedded broker's.
     assert [note for note in printed["notes"] if not note.startswith("the embedded tansu")] == []

@@ -93,6 +93,9 @@ class PlaySiteConfig:
     # `result_rate` results per real second (0: no limit), white or black winning at random.
     instant_results: bool = False
     result_rate: float = 0.0
+    # Real seconds between two publications of instant results: each publication is one record batch
+    # per topic, whatever number of results it holds.
+    instant_every_seconds: float = 0.01
     # Chaos suite (issue 10): seed a tournament game from the seed and its pairing (the two players,
     # unordered, and T-12's leg) instead of the game id, which holds the random tournament id. With
     # `instant_results` the result is then drawn between the two players whatever their colours, so
@@ -370,12 +373,12 @@ class PlaySite:
         """Requested games waiting for their instant result."""
         return len(self._instant)
 
-    async def _instant_loop(self, tick: float = 0.01) -> None:
-        """Publish results for queued requests at `result_rate` per second, a slice at a time."""
+    async def _instant_loop(self) -> None:
+        """Publish results for queued requests at `result_rate` per second, a slice every `instant_every_seconds`."""
         allowance = 0.0
         last = time.monotonic()
         while True:
-            await asyncio.sleep(tick)
+            await asyncio.sleep(self.config.instant_every_seconds)
             now = time.monotonic()
             if self.holding:
                 last = now

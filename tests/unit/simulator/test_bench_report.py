@@ -79,6 +79,12 @@ def test_summary_prints_each_consumer_process_fetch_wait_when_the_run_set_them()
     assert f"kafka fetch wait, ms per consumer process: {waits}" in summary(report).splitlines()
 
 
+def test_summary_says_how_often_the_rate_stages_published_their_results() -> None:
+    report = Report(machine={"cpus": 2, "config": {"result_every_ms": 20}}, stages=[_stage(1000, 990.0, 950.0, 140.0)])
+    assert ("tournament results at rising offered rates (instant results published every 20 ms, round robins of 16):"
+            in summary(report).splitlines())
+
+
 def test_the_rate_while_offered_counts_only_games_rated_inside_the_window() -> None:
     sent = {"early": 0.1, "inside-1": 0.5, "inside-2": 1.0, "late": 2.0, "never": 2.5}
     seen = {"early": 0.9, "inside-1": 1.0, "inside-2": 3.0, "late": 3.5}

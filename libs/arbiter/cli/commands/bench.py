@@ -31,6 +31,17 @@ EMBEDDED_BROKER_NOTE = (
 )
 
 
+def _milliseconds(text: str) -> int:
+    """A whole number of milliseconds, at least 1 and at most 1,000."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of milliseconds: {text!r}") from None
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 1000 ms, got {value}")
+    return value
+
+
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="short stages and fewer tournaments (a smoke run)")
     parser.add_argument("--rates", type=int, nargs="+", help="offered tournament results per second, rising")
@@ -49,6 +60,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--off-path-fetch-wait-ms", type=int, default=BENCH_OFF_PATH_FETCH_WAIT_MS,
                         help=f"KAFKA_FETCH_MAX_WAIT_MS of {', '.join(OFF_PATH_SERVICES)}: no hop of result -> "
                              "next pairing, they poll less often and leave tansu's CPU to the measured path")
+    parser.add_argument("--result-every-ms", type=_milliseconds,
+                        help="real ms between two publications of the rate stages' results, one record batch per "
+                             "topic each (default 20; tansu's work grows with the batches a partition holds)")
     parser.add_argument("--event-loop", choices=EVENT_LOOPS, default=DEFAULT_EVENT_LOOP,
                         help="event loop of the services and the load generator (EVENT_LOOP)")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
@@ -96,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         config = replace(config, stage_seconds=args.stage_seconds)
     if args.tournaments:
         config = replace(config, tournaments=args.tournaments)
+    if args.result_every_ms is not None:
+        config = replace(config, result_every_ms=args.result_every_ms)
     if args.burst_tournaments is not None:
         config = replace(config, burst_tournaments=args.burst_tournaments)
     out = sys.stderr if args.json else sys.stdout
