@@ -25,7 +25,7 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
         # A faster competition clock shortens each stage's wait for its tournaments to start.
         [sys.executable, "-m", "arbiter.cli.main", "bench", "--quick", "--rates", "150", "--stage-seconds", "3",
          "--tournaments", "12", "--burst-tournaments", "6", "--firehose-rates", "300", "--time-scale", "240",
-         "--result-every-ms", "30",
+         "--result-every-ms", "30", "--burst-rounds", "2",
          "--state-dir", str(tmp_path / "state"), "--json-out", str(out), "--json"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=400,
     )
@@ -55,6 +55,11 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     assert burst["standings_per_s_with_building"] <= burst["standings_per_s"]
     assert burst["rated_per_s_with_building"] <= burst["rated_per_s"]
     assert burst["next_round_requested"] == 48
+    # Two rounds one after the other, each whole; the figures are their medians.
+    assert [r["results"] for r in burst["rounds"]] == [48, 48]
+    assert all(r["next_round_requested"] == 48 and r["rated_games"] == 48 for r in burst["rounds"])
+    assert burst["standings_per_s"] == round((burst["rounds"][0]["standings_per_s"]
+                                              + burst["rounds"][1]["standings_per_s"]) / 2, 1)
     [firehose] = printed["firehose"]
     assert firehose["offered_results_per_s"] == 300 and firehose["rated_games_per_s"] > 0
     assert firehose["rated_per_s_while_offered"] is not None and firehose["rated_per_s_while_offered"] >= 0

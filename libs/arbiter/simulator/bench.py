@@ -6,8 +6,9 @@ Stages, in one run:
 3. tournament results at rising offered rates: the simulator answers every GameRequested at once
    (GameStarted + GameFinished, no moves) at most R results/s, published every `result_every_ms`;
    measured: achieved results/s, p50/p99 result -> next pairing, result -> rating updated, CPU per service.
-4. burst: the first round of many round robins finishes at once: how fast pairing takes the results
-   into the standings and the rating service rates them, while the next round is paired.
+4. burst: a whole round of many round robins finishes at once: how fast pairing takes the results
+   into the standings and the rating service rates them, while the next round is paired; several
+   rounds one after the other, the figures their medians.
 5. firehose: rated GameFinished events straight onto game.finished at rising rates: what the
    rating service (and the pairing consumer, which skips games it does not own) keeps up with.
 Bench scripts print figures; nothing here asserts a timing.
@@ -22,6 +23,7 @@ import os
 import random
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -69,6 +71,10 @@ class BenchConfig:
     played_seconds: float = 20.0
     # Round robins of `entrants` whose first round finishes at once (625 of 16: 5,000 results).
     burst_tournaments: int = 625
+    # Whole rounds released one after the other (each once the next is all requested): one burst
+    # lasts about a second and its rates spread by a fifth from run to run; the median of several is
+    # the figure.
+    burst_rounds: int = 3
     firehose_rates: tuple[int, ...] = (1000, 5000)
     # Real ms between two publications of the rate stages' results (one record batch per topic each),
     # as a play site's lingering producer sends them. On tansu every fetch that returns records lists
@@ -640,13 +646,15 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
 
 
 async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], None]) -> dict[str, Any]:
-    """A whole round of many round robins finishes at once: how fast standings and ratings take the results.
+    """Whole rounds of many round robins finish at once: how fast standings and ratings take the results.
 
-    Every first-round result is published in one go; measured from then (from the moment the
-    play site hands the first event to Kafka, after building them all): when pairing has consumed
-    them all (each scores its game and the standings; the last of a round pairs the next), when the
+    Every result of a round is published in one go; measured from then (from the moment the play
+    site hands the first event to Kafka, after building them all): when pairing has consumed them
+    all (each scores its game and the standings; the last of a round pairs the next), when the
     rating service has published the last of their RatingUpdated, and when the next round has
     reached the play site. The rates counted from the start of the building are kept beside them.
+    `burst_rounds` rounds go one after the other, each once the previous one's next round has
+    reached the play site; the figures are the medians over the rounds, each round's are kept.
     """
     pairing_metrics = target.metrics.get("pairing", "")
     if config.burst_tournaments <= 0 or not pairing_metrics:
@@ -658,42 +666,72 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
     watch = RatingWatch(target.kafka)
     await playsite.start()
     await watch.start()
+    rounds: list[dict[str, Any]] = []
     try:
         created, expected = await first_round_requested(target, playsite, config.burst_tournaments,
                                                         config.entrants, prefix, share=1.0, patience=90)
         say(f"burst: {len(created)} round robins of {config.entrants}; round 1 requested "
             f"({playsite.backlog} of {expected} games)")
-        before = await Reading.read(target.metrics)
-        pairing_before = before.consumed("pairing", events.GAME_FINISHED.name)
-        read_at = time.monotonic()
-        release = await playsite.release_held()
-        games, began, published = release.game_ids, release.publishing, release.published
-        scored_at: float | None = None
-        deadline = began + config.drain_seconds
-        while time.monotonic() < deadline:
-            if scored_at is None:
-                consumed = consumed_in(await asyncio.to_thread(scrape, pairing_metrics), events.GAME_FINISHED.name)
-                if consumed - pairing_before >= len(games):
-                    scored_at = time.monotonic()
-            if scored_at is not None and all(g in watch.first_seen for g in games) \
-                    and playsite.backlog >= len(games):
-                break
-            # Each look renders pairing's /metrics; every 100 ms keeps that off the measured work.
-            await asyncio.sleep(0.1)
-        after = await Reading.read(target.metrics)
-        window = time.monotonic() - read_at
-        rated = [watch.first_seen[g] for g in games if g in watch.first_seen]
-        next_round = playsite.backlog
+        for number in range(1, max(1, config.burst_rounds) + 1):
+            one = await _one_burst(target, config, playsite, watch, pairing_metrics)
+            rounds.append(one)
+            say(f"burst, round {number}: {one['results']} results built in {one['built_in_seconds']} s, published "
+                f"at {one['published_per_s']}/s; standings took them at {one['standings_per_s']}/s, ratings at "
+                f"{one['rated_per_s']}/s (counting the building: {one['standings_per_s_with_building']}/s and "
+                f"{one['rated_per_s_with_building']}/s); next round requested {one['next_round_requested']} games")
+            if one["next_round_requested"] < one["results"]:
+                break  # the next round did not all reach the play site in time: nothing whole to release
     finally:
         await watch.stop()
         await playsite.stop()
+    return burst_medians(len(created), rounds) if rounds else {}
+
+
+# The burst's figures given as the median over its rounds (the rest are the last round's).
+_BURST_MEDIANS = ("built_in_seconds", "published_per_s", "standings_per_s", "rated_per_s",
+                  "standings_per_s_with_building", "rated_per_s_with_building")
+
+
+def burst_medians(tournaments: int, rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The burst's report: the last round's figures, its rates replaced by their medians over `rounds`."""
+    result: dict[str, Any] = {"tournaments": tournaments, **rounds[-1]}
+    for figure in _BURST_MEDIANS:
+        values = [one[figure] for one in rounds if one[figure] is not None]
+        result[figure] = round(statistics.median(values), 3 if figure == "built_in_seconds" else 1) if values else None
+    result["rounds"] = list(rounds)
+    return result
+
+
+async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, watch: RatingWatch,
+                     pairing_metrics: str) -> dict[str, Any]:
+    """Release every held game at once and time how standings and ratings take their results."""
+    before = await Reading.read(target.metrics)
+    pairing_before = before.consumed("pairing", events.GAME_FINISHED.name)
+    read_at = time.monotonic()
+    release = await playsite.release_held()
+    games, began, published = release.game_ids, release.publishing, release.published
+    scored_at: float | None = None
+    deadline = began + config.drain_seconds
+    while time.monotonic() < deadline:
+        if scored_at is None:
+            consumed = consumed_in(await asyncio.to_thread(scrape, pairing_metrics), events.GAME_FINISHED.name)
+            if consumed - pairing_before >= len(games):
+                scored_at = time.monotonic()
+        if scored_at is not None and all(g in watch.first_seen for g in games) \
+                and playsite.backlog >= len(games):
+            break
+        # Each look renders pairing's /metrics; every 100 ms keeps that off the measured work.
+        await asyncio.sleep(0.1)
+    after = await Reading.read(target.metrics)
+    window = time.monotonic() - read_at
+    rated = [watch.first_seen[g] for g in games if g in watch.first_seen]
 
     def per_second(done_at: float | None, count: int, since: float = began) -> float | None:
         return round(count / (done_at - since), 1) if done_at is not None and count else None
 
     last_rated = max(rated, default=None)
-    result = {
-        "tournaments": len(created), "results": len(games),
+    return {
+        "results": len(games),
         "built_in_seconds": round(began - release.building, 3),
         "published_per_s": per_second(published, len(games)),
         "standings_per_s": per_second(scored_at, len(games)),
@@ -702,7 +740,7 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
         "standings_per_s_with_building": per_second(scored_at, len(games), release.building),
         "rated_per_s_with_building": per_second(last_rated, len(rated), release.building),
         "rated_games": len(rated),
-        "next_round_requested": next_round,
+        "next_round_requested": playsite.backlog,
         "cpu_percent": _cpu(before.cpu(), after.cpu(), window),
         # How each consumer took them: its game.finished batches and their mean handling time.
         "game_finished_batches": {
@@ -711,11 +749,6 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
             for service in ("pairing", "rating") if service in target.metrics
         },
     }
-    say(f"burst: {len(games)} results built in {result['built_in_seconds']} s, published at "
-        f"{result['published_per_s']}/s; standings took them at {result['standings_per_s']}/s, ratings at "
-        f"{result['rated_per_s']}/s (counting the building: {result['standings_per_s_with_building']}/s and "
-        f"{result['rated_per_s_with_building']}/s); next round requested {next_round} games")
-    return result
 
 
 def _batches(before: tuple[float, float], after: tuple[float, float]) -> dict[str, Any]:
@@ -931,13 +964,18 @@ def summary(report: Report) -> str:
         lines.append("  (delivery: from the pairing service stamping a request to the play site handling it)")
     if report.burst:
         b = report.burst
+        each = b.get("rounds") or [b]
         lines.append(f"a whole round at once ({b['tournaments']} round robins, {b['results']} results built in "
-                     f"{b.get('built_in_seconds')} s and published at {b['published_per_s']}/s): from the first "
-                     f"publication standings took them at {b['standings_per_s']}/s, ratings at {b['rated_per_s']}/s "
+                     f"{b.get('built_in_seconds')} s and published at {b['published_per_s']}/s; medians of "
+                     f"{len(each)} rounds): from the first publication standings took them at "
+                     f"{b['standings_per_s']}/s, ratings at {b['rated_per_s']}/s "
                      f"({b.get('standings_per_s_with_building')}/s and {b.get('rated_per_s_with_building')}/s "
-                     f"from the start of the building; {b['rated_games']} rated); next round requested: "
-                     f"{b['next_round_requested']} games; CPU % {b['cpu_percent']}; game.finished batches "
+                     f"from the start of the building); last round: {b['rated_games']} rated, next round requested "
+                     f"{b['next_round_requested']} games, CPU % {b['cpu_percent']}, game.finished batches "
                      f"{b.get('game_finished_batches')}")
+        if len(each) > 1:
+            per_round = ", ".join(f"{r['standings_per_s']} / {r['rated_per_s']}" for r in each)
+            lines.append(f"  each round, standings / ratings per s: {per_round}")
     if report.firehose:
         lines.append("results straight onto game.finished (rating service throughput):")
         for f in report.firehose:
@@ -963,7 +1001,8 @@ def targets(report: Report) -> list[str]:
     if report.burst:
         b = report.burst
         lines.append(f"    a whole round of {b['results']} results at once: standings {b['standings_per_s']}/s, "
-                     f"ratings {b['rated_per_s']}/s from its first publication")
+                     f"ratings {b['rated_per_s']}/s from its first publication (medians of "
+                     f"{len(b.get('rounds') or [b])} rounds)")
     near = [s for s in report.stages if s["offered_results_per_s"] == 1000] or report.stages[-1:]
     for s in near:
         np = s["result_to_next_pairing_ms"]

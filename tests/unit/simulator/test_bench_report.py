@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from arbiter.simulator.bench import (
-    Report, host_cpu_ticks, python_loop_ns, rate_while_offered, socket_round_trip_us, stolen_percent, summary,
+    Report, burst_medians, host_cpu_ticks, python_loop_ns, rate_while_offered, socket_round_trip_us, stolen_percent, summary,
     targets,
 )
 
@@ -92,3 +92,27 @@ def test_the_rate_while_offered_counts_only_games_rated_inside_the_window() -> N
     assert rate_while_offered(sent, seen, began=0.0, ended=3.0, warm_up=1.0) == 1.0
     assert rate_while_offered(sent, seen, began=0.0, ended=1.0, warm_up=1.0) is None
     assert rate_while_offered(sent, {}, began=0.0, ended=3.0, warm_up=1.0) == 0.0
+
+
+def _burst_round(standings: float | None, rated: float) -> dict:
+    return {
+        "results": 5000, "built_in_seconds": 0.1, "published_per_s": 80000.0, "standings_per_s": standings,
+        "rated_per_s": rated, "standings_per_s_with_building": standings, "rated_per_s_with_building": rated,
+        "rated_games": 5000, "next_round_requested": 5000, "cpu_percent": {}, "game_finished_batches": {},
+    }
+
+
+def test_the_burst_gives_the_median_of_its_rounds_and_keeps_each() -> None:
+    rounds = [_burst_round(4700.0, 6000.0), _burst_round(5300.0, 4500.0), _burst_round(5100.0, 5400.0)]
+    burst = burst_medians(625, rounds)
+    assert burst["standings_per_s"] == 5100.0 and burst["rated_per_s"] == 5400.0
+    assert burst["tournaments"] == 625 and burst["rounds"] == rounds and burst["next_round_requested"] == 5000
+    text = summary(Report(machine={"cpus": 2}, burst=burst)).splitlines()
+    assert "  each round, standings / ratings per s: 4700.0 / 6000.0, 5300.0 / 4500.0, 5100.0 / 5400.0" in text
+    assert any("medians of 3 rounds" in line for line in text)
+
+
+def test_a_round_that_never_finished_scoring_leaves_the_median_to_the_others() -> None:
+    burst = burst_medians(625, [_burst_round(None, 5000.0), _burst_round(5200.0, 5000.0)])
+    assert burst["standings_per_s"] == 5200.0
+    assert burst_medians(625, [_burst_round(None, 5000.0)])["standings_per_s"] is None

@@ -60,6 +60,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--off-path-fetch-wait-ms", type=int, default=BENCH_OFF_PATH_FETCH_WAIT_MS,
                         help=f"KAFKA_FETCH_MAX_WAIT_MS of {', '.join(OFF_PATH_SERVICES)}: no hop of result -> "
                              "next pairing, they poll less often and leave tansu's CPU to the measured path")
+    parser.add_argument("--burst-rounds", type=int, choices=range(1, 16), metavar="{1..15}",
+                        help="whole rounds released one after the other in the burst stage (default 3; "
+                             "its figures are their medians)")
     parser.add_argument("--result-every-ms", type=_milliseconds,
                         help="real ms between two publications of the rate stages' results, one record batch per "
                              "topic each (default 20; tansu's work grows with the batches a partition holds)")
@@ -110,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
         config = replace(config, stage_seconds=args.stage_seconds)
     if args.tournaments:
         config = replace(config, tournaments=args.tournaments)
+    if args.burst_rounds is not None:
+        config = replace(config, burst_rounds=args.burst_rounds)
     if args.result_every_ms is not None:
         config = replace(config, result_every_ms=args.result_every_ms)
     if args.burst_tournaments is not None:
