@@ -578,14 +578,19 @@ class Director:
         events: list[Any] = [paired]
         time_control = common.TimeControl(fischer=common.FischerControl(
             base_seconds=row["base_seconds"], increment_seconds=row["increment_seconds"]))
+        # What every request of the round shares, copied into each: building each from keywords cost
+        # three times as much (35 ms for the 625 rounds of a whole burst).
+        shared = ev.GameRequested(
+            competition=ref, variant=row["variant"], time_control=time_control, speed=SPEED_TO_PROTO[row["speed"]],
+            rated=row["rated"], opening=opening, requested_at=timestamp(now),
+        )
         for game in planned:
             forfeit = item.forfeits[game.game_id]
             if forfeit is None:
-                request = ev.GameRequested(
-                    game_id=game.game_id, competition=ref, variant=row["variant"], white_id=game.white,
-                    black_id=game.black, time_control=time_control, speed=SPEED_TO_PROTO[row["speed"]],
-                    rated=row["rated"], opening=opening, game_in_pairing=game.leg, requested_at=timestamp(now),
-                )
+                request = ev.GameRequested()
+                request.CopyFrom(shared)
+                request.game_id, request.white_id, request.black_id = game.game_id, game.white, game.black
+                request.game_in_pairing = game.leg
                 # Deterministic: a relay that publishes twice after a crash sends the same event.
                 request.meta.event_id = f"{game.game_id}/requested"
                 events.append(request)
