@@ -65,5 +65,7 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     assert firehose["rated_per_s_while_offered"] is not None and firehose["rated_per_s_while_offered"] >= 0
     assert printed["machine"]["event_loop"] == "uvloop"
     assert machine["config"]["result_every_ms"] == 30
+    # The rating watch polls as the play site does, not at aiokafka's 500 ms (a rating seen late).
+    assert machine["kafka_fetch_wait_ms"]["rating watch"] == machine["kafka_fetch_wait_ms"]["play site"] == 20
     # A stage that failed leaves a note of its own; the only note is the embedded broker's.
     assert [note for note in printed["notes"] if not note.startswith("the embedded tansu")] == []

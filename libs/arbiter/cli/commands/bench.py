@@ -142,13 +142,14 @@ def run(args: argparse.Namespace) -> int:
                 metrics={name: s.metrics_url for name, s in stack.services.items()},
                 time_source=TimeSource(stack.time_scale, datetime.fromisoformat(stack.time_origin)),
                 rating=stack.services["rating"].grpc_address,
-                auth_signing_key=stack.auth_signing_key,
+                auth_signing_key=stack.auth_signing_key, watch_fetch_wait_ms=args.fetch_wait_ms,
             )
             report = run_on(args.event_loop, lambda: run_bench(target, config, say))
             report.machine["kafka_fetch_wait_ms"] = {
                 name: args.off_path_fetch_wait_ms if name in OFF_PATH_SERVICES else args.fetch_wait_ms
                 for name in (*stack.services, "play site")
             }
+            report.machine["kafka_fetch_wait_ms"]["rating watch"] = args.fetch_wait_ms
             if stack.kafka_embedded:
                 report.notes.append(EMBEDDED_BROKER_NOTE)
         except KeyboardInterrupt:
