@@ -968,15 +968,15 @@ def summary(report: Report) -> str:
         lines.append("  (delivery: from the pairing service stamping a request to the play site handling it)")
     if report.burst:
         b = report.burst
-        each = b.get("rounds") or [b]
+        each = b["rounds"]
         lines.append(f"a whole round at once ({b['tournaments']} round robins, {b['results']} results built in "
-                     f"{b.get('built_in_seconds')} s and published at {b['published_per_s']}/s; medians of "
+                     f"{b['built_in_seconds']} s and published at {b['published_per_s']}/s; medians of "
                      f"{len(each)} rounds): from the first publication standings took them at "
                      f"{b['standings_per_s']}/s, ratings at {b['rated_per_s']}/s "
-                     f"({b.get('standings_per_s_with_building')}/s and {b.get('rated_per_s_with_building')}/s "
+                     f"({b['standings_per_s_with_building']}/s and {b['rated_per_s_with_building']}/s "
                      f"from the start of the building); last round: {b['rated_games']} rated, next round requested "
                      f"{b['next_round_requested']} games, CPU % {b['cpu_percent']}, game.finished batches "
-                     f"{b.get('game_finished_batches')}")
+                     f"{b['game_finished_batches']}")
         if len(each) > 1:
             per_round = ", ".join(f"{r['standings_per_s']} / {r['rated_per_s']}" for r in each)
             lines.append(f"  each round, standings / ratings per s: {per_round}")
@@ -1006,7 +1006,7 @@ def targets(report: Report) -> list[str]:
         b = report.burst
         lines.append(f"    a whole round of {b['results']} results at once: standings {b['standings_per_s']}/s, "
                      f"ratings {b['rated_per_s']}/s from its first publication (medians of "
-                     f"{len(b.get('rounds') or [b])} rounds)")
+                     f"{len(b['rounds'])} rounds)")
     near = [s for s in report.stages if s["offered_results_per_s"] == 1000] or report.stages[-1:]
     for s in near:
         np = s["result_to_next_pairing_ms"]

@@ -22,14 +22,23 @@ import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from google.protobuf.message import Message
 
+from arbiter.clocks import Side
 from arbiter.contracts import clock_pb2, clock_pb2_grpc
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.devstack.stack import SystemStack
 from arbiter.kit import events
 from arbiter.kit.db import create_pool, migrate, migrations_in
+from arbiter.kit.metrics import Metrics
+from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
+from services.clock import operations as ops
+from services.clock.flags import FlagPoller
+from services.clock.metrics import ClockMetrics
+from services.clock.model import GameMeta, GameRecord, Kind
+from services.clock.records import CorrespondenceStore
 from services.clock.settings import ClockSettings
+from services.clock.store import LiveStore
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services" / "clock" / "migrations"
 
@@ -70,6 +79,46 @@ async def clock_backend(infra_env: dict[str, str], name: str, **settings: Any) -
         if keys:
             await redis.delete(*keys)
         await redis.aclose()
+
+
+def running_out(game_id: str, now_ms: int, in_ms: int) -> GameRecord:
+    """A started game whose first mover (present) runs out `in_ms` from `now_ms`."""
+    record = GameRecord(game_id)
+    ops.on_started(record, GameMeta(white_id="w", black_id="b", kind=Kind.FISCHER, base_s=10),
+                   now_ms - 10_000 + in_ms, now_ms)
+    record.presence[Side.WHITE].seen = record.presence[Side.BLACK].seen = True
+    return record
+
+
+@contextlib.asynccontextmanager
+async def polling(poller: FlagPoller) -> AsyncIterator[None]:
+    """Run `poller` in the background."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(poller.run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+
+
+def live_and_poller(backend: ClockBackend, clock: TimeSource) -> tuple[LiveStore, FlagPoller]:
+    """A live store on the backend's Redis prefix and a flag poller over it (one replica)."""
+    live = LiveStore(backend.redis, backend.prefix, 60_000, 60_000)
+    poller = FlagPoller(live, CorrespondenceStore(backend.pool, live), backend.pool, Outbox("clock", clock), clock,
+                        ClockMetrics.create(Metrics("clock")), backend.settings)
+    return live, poller
+
+
+async def flags_saved(pool: asyncpg.Pool, game_id: str) -> int:
+    """How many flags of `game_id` the outbox holds."""
+    return await pool.fetchval("SELECT count(*) FROM outbox WHERE event_id = $1", f"flag:{game_id}")
+
+
+async def flagged(pool: asyncpg.Pool, game_id: str) -> None:
+    """Wait until the flag of `game_id` is saved."""
+    while not await flags_saved(pool, game_id):
+        await asyncio.sleep(0.01)
 
 
 def launch(infra_env: dict[str, str], state_dir: Path, time_scale: float, **extra: str) -> SystemStack:

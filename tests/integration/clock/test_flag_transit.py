@@ -10,20 +10,14 @@ from __future__ import annotations
 
 import asyncio
 
-import asyncpg
-
 from arbiter.kit.timesource import TimeSource
 from services.clock import operations as ops
 from services.clock.model import Status
-from tests.integration.clock.conftest import clock_backend
-from tests.integration.clock.test_flag_wake import flagged, live_and_poller, polling, running_out
+from tests.integration.clock.conftest import (
+    clock_backend, flagged, flags_saved, live_and_poller, polling, running_out,
+)
 
 TRANSIT_SECONDS = 1.0
-
-
-async def outbox_count(pool: asyncpg.Pool, game_id: str) -> int:
-    """How many flags of `game_id` the outbox holds."""
-    return await pool.fetchval("SELECT count(*) FROM outbox WHERE event_id = $1", f"flag:{game_id}")
 
 
 async def test_a_move_made_before_the_deadline_that_arrives_after_it_counts(infra_env) -> None:
@@ -38,8 +32,8 @@ async def test_a_move_made_before_the_deadline_that_arrives_after_it_counts(infr
             assert all(await live.save_many([saved, silent]))
 
             await asyncio.sleep(0.5)  # 400 ms past the deadline: inside the transit, nothing decided yet
-            assert await outbox_count(pool, "transit-silent") == 0
-            assert await outbox_count(pool, "transit-saved") == 0
+            assert await flags_saved(pool, "transit-silent") == 0
+            assert await flags_saved(pool, "transit-saved") == 0
             late_arrival = await live.load("transit-saved")
             assert late_arrival is not None
             now = int(clock.timestamp() * 1000)
@@ -53,6 +47,6 @@ async def test_a_move_made_before_the_deadline_that_arrives_after_it_counts(infr
             assert int(row["flagged_at"].timestamp() * 1000) == deadline, "the verdict keeps the deadline's instant"
 
             await asyncio.sleep(0.3)
-            assert await outbox_count(pool, "transit-saved") == 0, "the move made in time counts (T-16)"
+            assert await flags_saved(pool, "transit-saved") == 0, "the move made in time counts (T-16)"
             kept = await live.load("transit-saved")
             assert kept is not None and kept.status is Status.RUNNING and kept.ply == 1

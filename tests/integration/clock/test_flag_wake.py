@@ -9,57 +9,10 @@ replica writes (a LiveStore the poller does not watch) is found at the next blin
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 
-import asyncpg
-
-from arbiter.clocks import Side
-from arbiter.kit.metrics import Metrics
-from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
-from services.clock import operations as ops
-from services.clock.flags import FlagPoller
-from services.clock.metrics import ClockMetrics
-from services.clock.model import GameMeta, GameRecord, Kind
-from services.clock.records import CorrespondenceStore
 from services.clock.store import LiveStore
-from tests.integration.clock.conftest import ClockBackend, clock_backend
-
-
-def running_out(game_id: str, now_ms: int, in_ms: int) -> GameRecord:
-    """A started game whose first mover (present) runs out `in_ms` from `now_ms`."""
-    record = GameRecord(game_id)
-    ops.on_started(record, GameMeta(white_id="w", black_id="b", kind=Kind.FISCHER, base_s=10),
-                   now_ms - 10_000 + in_ms, now_ms)
-    record.presence[Side.WHITE].seen = record.presence[Side.BLACK].seen = True
-    return record
-
-
-@contextlib.asynccontextmanager
-async def polling(poller: FlagPoller) -> AsyncIterator[None]:
-    """Run `poller` in the background."""
-    stop = asyncio.Event()
-    task = asyncio.create_task(poller.run(stop))
-    try:
-        yield
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 10)
-
-
-def live_and_poller(backend: ClockBackend, clock: TimeSource) -> tuple[LiveStore, FlagPoller]:
-    """A live store on the backend's Redis prefix and a flag poller over it (one replica)."""
-    live = LiveStore(backend.redis, backend.prefix, 60_000, 60_000)
-    poller = FlagPoller(live, CorrespondenceStore(backend.pool, live), backend.pool, Outbox("clock", clock), clock,
-                        ClockMetrics.create(Metrics("clock")), backend.settings)
-    return live, poller
-
-
-async def flagged(pool: asyncpg.Pool, game_id: str) -> None:
-    """Wait until the flag of `game_id` is saved."""
-    while not await pool.fetchval("SELECT count(*) FROM outbox WHERE event_id = $1", f"flag:{game_id}"):
-        await asyncio.sleep(0.01)
+from tests.integration.clock.conftest import clock_backend, flagged, live_and_poller, polling, running_out
 
 
 async def test_a_deadline_written_here_wakes_a_poller_whose_blind_look_is_an_hour_away(infra_env) -> None:

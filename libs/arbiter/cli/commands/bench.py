@@ -147,9 +147,8 @@ def run(args: argparse.Namespace) -> int:
             report = run_on(args.event_loop, lambda: run_bench(target, config, say))
             report.machine["kafka_fetch_wait_ms"] = {
                 name: args.off_path_fetch_wait_ms if name in OFF_PATH_SERVICES else args.fetch_wait_ms
-                for name in (*stack.services, "play site")
+                for name in (*stack.services, "play site", "rating watch")
             }
-            report.machine["kafka_fetch_wait_ms"]["rating watch"] = args.fetch_wait_ms
             if stack.kafka_embedded:
                 report.notes.append(EMBEDDED_BROKER_NOTE)
         except KeyboardInterrupt:
