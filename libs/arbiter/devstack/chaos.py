@@ -38,20 +38,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
 from arbiter.devstack.processes import ManagedProcess
-from arbiter.devstack.stack import SERVICE_NAMES, SystemStack
+from arbiter.devstack.stack import SERVICE_GROUPS, SERVICE_NAMES, SystemStack
 from arbiter.kit.events import Topic
-
-# The consumer groups of each service and the topics each one reads (see services/*/main.py).
-SERVICE_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
-    "rating": {"rating": ("game.finished",)},
-    "pairing": {"pairing": ("game.started", "game.finished", "clock.flagged", "game.abandoned")},
-    "arena": {"arena": ("game.finished", "game.move_made")},
-    "openings": {"openings": ("tournament.cancelled",)},
-    # The lifecycle topics share one consumer; moves have their own (services/clock/main.py).
-    "clock": {"clock.lifecycle": ("game.requested", "game.started", "game.presence_changed", "arena.boost_taken",
-                                  "game.finished"),
-              "clock.game.move_made": ("game.move_made",)},
-}
 
 
 @dataclass

@@ -24,6 +24,17 @@ from arbiter.devstack.processes import ManagedProcess, free_port, port_open
 SERVICE_NAMES = ("openings", "rating", "clock", "arena", "pairing")
 DEFAULT_GRPC_PORTS = {"pairing": 50051, "clock": 50052, "arena": 50053, "rating": 50054, "openings": 50055}
 DEFAULT_METRICS_PORTS = {"pairing": 9101, "clock": 9102, "arena": 9103, "rating": 9104, "openings": 9105}
+# The consumer groups of each service and the topics each one reads (see services/*/main.py).
+SERVICE_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
+    "rating": {"rating": ("game.finished",)},
+    "pairing": {"pairing": ("game.started", "game.finished", "clock.flagged", "game.abandoned")},
+    "arena": {"arena": ("game.finished", "game.move_made")},
+    "openings": {"openings": ("tournament.cancelled",)},
+    # The lifecycle topics share one consumer; moves have their own (services/clock/main.py).
+    "clock": {"clock.lifecycle": ("game.requested", "game.started", "game.presence_changed", "arena.boost_taken",
+                                  "game.finished"),
+              "clock.game.move_made": ("game.move_made",)},
+}
 # Partitions per topic on the embedded broker (unless KAFKA_PARTITIONS is set). One replica per
 # service gains nothing from more, and tansu's cost grows with the partitions every fetch names: with 4,
 # 19% of a core idle and 47% under the bench's played games; with 1, 12% and 23% (issue 9 note).
@@ -83,6 +94,11 @@ class SystemStack:
         """The group id a service of this system consumes with, for `name` as the service code names it."""
         default = self.environ.get("KAFKA_GROUP_PREFIX", self.kafka_group_prefix)
         return self.extra_env.get("KAFKA_GROUP_PREFIX", default) + name
+
+    def consumer_groups(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        """SERVICE_GROUPS with this system's group ids: per service, each group id and the topics it reads."""
+        return {service: {self.consumer_group(group): topics for group, topics in groups.items()}
+                for service, groups in SERVICE_GROUPS.items()}
 
     @property
     def auth_signing_key(self) -> str:

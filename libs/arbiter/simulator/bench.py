@@ -6,9 +6,9 @@ Stages, in one run:
 3. tournament results at rising offered rates: the simulator answers every GameRequested at once
    (GameStarted + GameFinished, no moves) at most R results/s, published every `result_every_ms`;
    measured: achieved results/s, p50/p99 result -> next pairing, result -> rating updated, CPU per service.
-4. burst: a whole round of many round robins finishes at once: how fast pairing takes the results
-   into the standings and the rating service rates them, while the next round is paired; several
-   rounds one after the other, the figures their medians.
+4. burst: a whole round of many round robins, its games started, finishes at once: how fast pairing
+   takes the results into the standings and the rating service rates them, while the next round
+   is paired; several rounds one after the other, the figures their medians.
 5. firehose: rated GameFinished events straight onto game.finished at rising rates: what the
    rating service (and the pairing consumer, which skips games it does not own) keeps up with.
 Bench scripts print figures; nothing here asserts a timing.
@@ -37,7 +37,7 @@ from typing import Any
 
 import grpc
 import redis.asyncio as aioredis
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from arbiter.contracts import common_pb2 as common
@@ -106,6 +106,15 @@ class Target:
     # wait, so at aiokafka's 500 ms the watch saw an update up to half a second after it was published
     # (result -> rating updated p50 217-260 ms in the firehose at 5,000/s; 78-81 ms at 20 ms).
     watch_fetch_wait_ms: int = 500
+    # Per service, each consumer group id and the topics it reads (SystemStack.consumer_groups): the
+    # burst reads the services' progress from their committed offsets, not from their /metrics.
+    consumer_groups: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+
+    def groups_reading(self, topic: str, services: Sequence[str] | None = None) -> list[str]:
+        """The consumer groups that read `topic`, of `services` (every service when None)."""
+        return [group for service, groups in self.consumer_groups.items()
+                if services is None or service in services
+                for group, topics in groups.items() if topic in topics]
 
 
 @dataclass
@@ -422,6 +431,59 @@ def consumed_in(samples: dict[str, float], topic: str) -> float:
 # -- rating.updated watcher --------------------------------------------------------------------
 
 
+class CommittedOffsets:
+    """How many records consumer groups have committed on a topic, asked of the broker.
+
+    A service commits a batch's offsets once it has handled the batch, so this tells when it is
+    done without asking the service: scraping its /metrics as often would take the CPU it measures
+    (a tenth of the pairing service's during a burst, py-spy) and see the end only at the next look.
+    """
+
+    def __init__(self, bootstrap: str) -> None:
+        self.admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        self.metadata = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        self._partitions: dict[str, list[TopicPartition]] = {}
+        self._coordinators: dict[str, int] = {}
+
+    async def start(self) -> None:
+        """Connect."""
+        await self.admin.start()
+        await self.metadata.start()
+
+    async def stop(self) -> None:
+        """Disconnect."""
+        await self.metadata.stop()
+        await self.admin.close()
+
+    async def total(self, group_id: str, topic: str) -> int:
+        """Records of `topic` that `group_id` has committed, over every partition (0 before its first commit)."""
+        partitions = self._partitions.get(topic)
+        if partitions is None:
+            numbers = self.metadata.partitions_for_topic(topic) or set()
+            if not numbers:
+                raise RuntimeError(f"topic {topic} has no partitions the broker knows of")
+            partitions = self._partitions[topic] = [TopicPartition(topic, n) for n in sorted(numbers)]
+        if group_id not in self._coordinators:
+            self._coordinators[group_id] = await self.admin.find_coordinator(group_id)
+        offsets = await self.admin.list_consumer_group_offsets(group_id, self._coordinators[group_id], partitions)
+        return sum(max(0, meta.offset) for meta in offsets.values())
+
+    async def wait_for(self, groups: Sequence[str], topic: str, counts: dict[str, int], more: int,
+                       timeout: float, every: float = 0.01) -> float | None:
+        """Wait until each group has committed `more` records of `topic` past `counts`; when (monotonic), or None."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            now = await asyncio.gather(*(self.total(group, topic) for group in groups))
+            if all(total - counts[group] >= more for group, total in zip(groups, now, strict=True)):
+                return time.monotonic()
+            await asyncio.sleep(every)
+        return None
+
+    async def totals(self, groups: Sequence[str], topic: str) -> dict[str, int]:
+        """Each group's committed records of `topic`."""
+        return dict(zip(groups, await asyncio.gather(*(self.total(group, topic) for group in groups)), strict=True))
+
+
 class RatingWatch:
     """Consumes rating.updated and notes when each game's first update arrived."""
 
@@ -652,7 +714,9 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
 async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], None]) -> dict[str, Any]:
     """Whole rounds of many round robins finish at once: how fast standings and ratings take the results.
 
-    Every result of a round is published in one go; measured from then (from the moment the play
+    The round's games are started first (their GameStarted read by every reader, as they would
+    be minutes before a round's last result). Then every result of the round is published in one
+    go; measured from then (from the moment the play
     site hands the first event to Kafka, after building them all): when pairing has consumed them
     all (each scores its game and the standings; the last of a round pairs the next), when the
     rating service has published the last of their RatingUpdated, and when the next round has
@@ -660,16 +724,17 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
     `burst_rounds` rounds go one after the other, each once the previous one's next round has
     reached the play site; the figures are the medians over the rounds, each round's are kept.
     """
-    pairing_metrics = target.metrics.get("pairing", "")
-    if config.burst_tournaments <= 0 or not pairing_metrics:
+    if config.burst_tournaments <= 0 or not target.groups_reading(events.GAME_FINISHED.name, ["pairing"]):
         return {}
     prefix = f"bb{uuid.uuid4().hex[:4]}-"
     playsite = PlaySite(target.kafka, target.time_source, Profiles(seed=config.seed), PlaySiteConfig(
         seed=config.seed, group_id=f"{prefix}playsite", instant_results=True, player_prefix=prefix))
     playsite.holding = True
     watch = RatingWatch(target.kafka, target.watch_fetch_wait_ms)
+    committed = CommittedOffsets(target.kafka)
     await playsite.start()
     await watch.start()
+    await committed.start()
     rounds: list[dict[str, Any]] = []
     try:
         created, expected = await first_round_requested(target, playsite, config.burst_tournaments,
@@ -677,15 +742,17 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
         say(f"burst: {len(created)} round robins of {config.entrants}; round 1 requested "
             f"({playsite.backlog} of {expected} games)")
         for number in range(1, max(1, config.burst_rounds) + 1):
-            one = await _one_burst(target, config, playsite, watch, pairing_metrics)
+            one = await _one_burst(target, config, playsite, watch, committed)
             rounds.append(one)
-            say(f"burst, round {number}: {one['results']} results built in {one['built_in_seconds']} s, published "
+            say(f"burst, round {number}: its games started and read in {one['started_in_seconds']} s; "
+                f"{one['results']} results built in {one['built_in_seconds']} s, published "
                 f"at {one['published_per_s']}/s; standings took them at {one['standings_per_s']}/s, ratings at "
                 f"{one['rated_per_s']}/s (counting the building: {one['standings_per_s_with_building']}/s and "
                 f"{one['rated_per_s_with_building']}/s); next round requested {one['next_round_requested']} games")
             if one["next_round_requested"] < one["results"]:
                 break  # the next round did not all reach the play site in time: nothing whole to release
     finally:
+        await committed.stop()
         await watch.stop()
         await playsite.stop()
     return burst_medians(len(created), rounds) if rounds else {}
@@ -707,24 +774,21 @@ def burst_medians(tournaments: int, rounds: Sequence[dict[str, Any]]) -> dict[st
 
 
 async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, watch: RatingWatch,
-                     pairing_metrics: str) -> dict[str, Any]:
-    """Release every held game at once and time how standings and ratings take their results."""
+                     committed: CommittedOffsets) -> dict[str, Any]:
+    """Start every held game, then release their results at once and time how standings and ratings take them."""
+    start_seconds = await _start_held_round(target, playsite, committed, config.drain_seconds)
+    standings = target.groups_reading(events.GAME_FINISHED.name, ["pairing"])
+    before_results = await committed.totals(standings, events.GAME_FINISHED.name)
     before = await Reading.read(target.metrics)
-    pairing_before = before.consumed("pairing", events.GAME_FINISHED.name)
     read_at = time.monotonic()
     release = await playsite.release_held()
     games, began, published = release.game_ids, release.publishing, release.published
-    scored_at: float | None = None
     deadline = began + config.drain_seconds
+    scored_at = await committed.wait_for(standings, events.GAME_FINISHED.name, before_results, len(games),
+                                         config.drain_seconds)
     while time.monotonic() < deadline:
-        if scored_at is None:
-            consumed = consumed_in(await asyncio.to_thread(scrape, pairing_metrics), events.GAME_FINISHED.name)
-            if consumed - pairing_before >= len(games):
-                scored_at = time.monotonic()
-        if scored_at is not None and all(g in watch.first_seen for g in games) \
-                and playsite.backlog >= len(games):
+        if all(g in watch.first_seen for g in games) and playsite.backlog >= len(games):
             break
-        # Each look renders pairing's /metrics; every 100 ms keeps that off the measured work.
         await asyncio.sleep(0.1)
     after = await Reading.read(target.metrics)
     window = time.monotonic() - read_at
@@ -744,6 +808,8 @@ async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, wa
         "standings_per_s_with_building": per_second(scored_at, len(games), release.building),
         "rated_per_s_with_building": per_second(last_rated, len(rated), release.building),
         "rated_games": len(rated),
+        # Before the release: the round's GameStarted, published at once, until every reader had them all.
+        "started_in_seconds": start_seconds,
         "next_round_requested": playsite.backlog,
         "cpu_percent": _cpu(before.cpu(), after.cpu(), window),
         # How each consumer took them: its game.finished batches and their mean handling time.
@@ -753,6 +819,21 @@ async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, wa
             for service in ("pairing", "rating") if service in target.metrics
         },
     }
+
+
+async def _start_held_round(target: Target, playsite: PlaySite, committed: CommittedOffsets,
+                            timeout: float) -> float | None:
+    """Start the held round's games and wait until every group reading game.started has them; real seconds.
+
+    A round's games start together and end minutes later, so its starts are no part of the
+    burst of its results. None when they were not all read within `timeout`.
+    """
+    readers = target.groups_reading(events.GAME_STARTED.name)
+    before = await committed.totals(readers, events.GAME_STARTED.name)
+    began = time.monotonic()
+    started = await playsite.start_held()
+    done = await committed.wait_for(readers, events.GAME_STARTED.name, before, started, timeout, every=0.05)
+    return None if done is None else round(done - began, 3)
 
 
 def _batches(before: tuple[float, float], after: tuple[float, float]) -> dict[str, Any]:

@@ -243,6 +243,8 @@ class PlaySite:
         # Load benchmark: while set, queued instant games wait for `release_held`.
         self.holding = False
         self._instant: deque[ev.GameRequested] = deque()
+        # Load benchmark: held instant games already started by `start_held`, and when (competition time).
+        self._held_started: dict[str, Timestamp] = {}
         # Load benchmark: when each instant result was published (real monotonic seconds).
         self.result_sent: dict[str, float] = {}
         self._instant_task: asyncio.Task[None] | None = None
@@ -404,6 +406,23 @@ class PlaySite:
                     log.error("instant games failed", extra={
                         "game_ids": [request.game_id for request in slice_], "error": repr(error)})
 
+    async def start_held(self) -> int:
+        """Publish the GameStarted of every queued instant game not started yet, at once; how many went out.
+
+        A round's games start together and end minutes later: started here, a held round's
+        release is its results alone, as when the last game of a round ends.
+        """
+        now = events.timestamp(self.time_source.now())
+        waiting = [request for request in self._instant if request.game_id not in self._held_started]
+        records = [self._record(self._started_event(request, now), f"{request.game_id}/started", now)
+                   for request in waiting]
+        if records:
+            await self._publish_records(records)
+        for request in waiting:
+            self._held_started[request.game_id] = now
+        self.stats.started += len(waiting)
+        return len(waiting)
+
     async def release_held(self) -> Release:
         """Publish the results of every queued instant game at once; say which and when."""
         building = time.monotonic()
@@ -417,24 +436,30 @@ class PlaySite:
 
         Both kinds go out together (one produce request, one wait): they are on different topics,
         whose records no consumer sees in a fixed order anyway, and each service takes a start
-        that arrives after its game's result (clock, pairing's busy players). Returns when
-        (monotonic) the built events began to be published.
+        that arrives after its game's result (clock, pairing's busy players). A game `start_held`
+        started has only its result to publish. Returns when (monotonic) the built events began
+        to be published.
         """
         now = events.timestamp(self.time_source.now())
         records = []
         finished = []
+        fresh = 0
         for request in requests:
             live = LiveGame(request, self.game_rng(request), plies=2)
             live.moved.update((request.white_id, request.black_id))
-            records.append(self._record(self._started_event(request, now), f"{request.game_id}/started", now))
+            started_at = self._held_started.pop(request.game_id, None)
+            if started_at is None:
+                started_at = now
+                fresh += 1
+                records.append(self._record(self._started_event(request, now), f"{request.game_id}/started", now))
             result, termination = self._instant_result(live)
-            event = self._finished_event(live, result, termination, now, now)
+            event = self._finished_event(live, result, termination, now, started_at)
             finished.append((event, termination))
             records.append(self._record(event, f"{request.game_id}/finished", now))
         publishing = time.monotonic()
         await self._publish_records(records)
         sent = time.monotonic()
-        self.stats.started += len(requests)
+        self.stats.started += fresh
         for request, (event, termination) in zip(requests, finished, strict=True):
             self._note_finished(request, event, termination, sent)
         return publishing

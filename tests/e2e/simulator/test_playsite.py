@@ -250,3 +250,56 @@ async def _held_scenario(bootstrap: str) -> None:
 
 def test_held_instant_games_wait_and_are_released_in_one_go(kafka_bootstrap: str) -> None:
     asyncio.run(_held_scenario(kafka_bootstrap))
+
+
+async def _started_then_released_scenario(bootstrap: str) -> None:
+    await ensure_topics(bootstrap, 4)
+    prefix = f"ps{uuid.uuid4().hex[:6]}-"
+    playsite = _instant_playsite(bootstrap, prefix)
+    playsite.holding = True
+    recorder = Recorder(bootstrap, prefix)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await recorder.start()
+    await producer.start()
+    await playsite.start()
+    try:
+        first = await _request_games(producer, prefix, 10)
+        deadline = asyncio.get_running_loop().time() + 60
+        while playsite.backlog < len(first) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+
+        # The held games start now: their GameStarted alone, once each however often it is asked.
+        assert await playsite.start_held() == len(first)
+        assert await playsite.start_held() == 0
+        starts = {game_id: (await recorder.wait_for(game_id, ev.GameStarted))[0] for game_id in first}
+        await asyncio.sleep(0.3)
+        assert not any(isinstance(e, ev.GameFinished) for game_id in first for e in recorder.seen[game_id])
+        assert playsite.backlog == len(first) and not playsite.result_sent
+
+        # A game requested after that is started by the next call only.
+        late = f"{prefix}late"
+        await _send(producer, _request(late, f"{prefix}wl", f"{prefix}bl"))
+        while playsite.backlog < len(first) + 1 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+        assert await playsite.start_held() == 1
+
+        released = await playsite.release_held()
+
+        assert sorted(released.game_ids) == sorted([*first, late])
+        for game_id in first:
+            finished = (await recorder.wait_for(game_id, ev.GameFinished))[0]
+            # The result carries the start it followed; nothing is started twice.
+            assert finished.started_at == starts[game_id].started_at
+            assert sorted(type(e).__name__ for e in recorder.seen[game_id]) == ["GameFinished", "GameStarted"]
+        await recorder.wait_for(late, ev.GameFinished)
+        await recorder.wait_for(late, ev.GameStarted)
+        assert sorted(type(e).__name__ for e in recorder.seen[late]) == ["GameFinished", "GameStarted"]
+        assert playsite.stats.started == playsite.stats.finished == len(first) + 1 and playsite.stats.errors == 0
+    finally:
+        await playsite.stop()
+        await producer.stop()
+        await recorder.stop()
+
+
+def test_held_games_started_first_release_only_their_results(kafka_bootstrap: str) -> None:
+    asyncio.run(_started_then_released_scenario(kafka_bootstrap))

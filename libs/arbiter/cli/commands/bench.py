@@ -143,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
                 time_source=TimeSource(stack.time_scale, datetime.fromisoformat(stack.time_origin)),
                 rating=stack.services["rating"].grpc_address,
                 auth_signing_key=stack.auth_signing_key, watch_fetch_wait_ms=args.fetch_wait_ms,
+                consumer_groups=stack.consumer_groups(),
             )
             report = run_on(args.event_loop, lambda: run_bench(target, config, say))
             report.machine["kafka_fetch_wait_ms"] = {
