@@ -58,8 +58,10 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     # Two rounds one after the other, each whole; the figures are their medians.
     assert [r["results"] for r in burst["rounds"]] == [48, 48]
     assert all(r["next_round_requested"] == 48 and r["rated_games"] == 48 for r in burst["rounds"])
-    # Each round's games were started, and read by the clock and pairing, before their results went out.
-    assert all(r["started_in_seconds"] is not None and r["started_in_seconds"] > 0 for r in burst["rounds"])
+    # Each round's games were all started, and read by the clock and pairing, before their results went
+    # out; the release started none again.
+    assert all(r["started_before_release"] == 48 and r["started_in_seconds"] is not None
+               and r["started_with_results"] == 0 for r in burst["rounds"])
     assert burst["standings_per_s"] == round((burst["rounds"][0]["standings_per_s"]
                                               + burst["rounds"][1]["standings_per_s"]) / 2, 1)
     [firehose] = printed["firehose"]

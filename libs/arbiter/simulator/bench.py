@@ -17,6 +17,7 @@ Bench scripts print figures; nothing here asserts a timing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -39,6 +40,7 @@ import grpc
 import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaError
 
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
@@ -93,7 +95,7 @@ class BenchConfig:
 
 @dataclass
 class Target:
-    """The running system: Kafka, Redis, gRPC addresses, /metrics URLs, shared time."""
+    """The running system: Kafka, Redis, gRPC addresses, /metrics URLs, shared time, consumer groups."""
 
     kafka: str
     redis_url: str
@@ -428,7 +430,7 @@ def consumed_in(samples: dict[str, float], topic: str) -> float:
     return total
 
 
-# -- rating.updated watcher --------------------------------------------------------------------
+# -- watching the system from the broker -------------------------------------------------------
 
 
 class CommittedOffsets:
@@ -437,6 +439,7 @@ class CommittedOffsets:
     A service commits a batch's offsets once it has handled the batch, so this tells when it is
     done without asking the service: scraping its /metrics as often would take the CPU it measures
     (a tenth of the pairing service's during a burst, py-spy) and see the end only at the next look.
+    Each look is one OffsetFetch, a small request for the broker beside the fetches of a burst.
     """
 
     def __init__(self, bootstrap: str) -> None:
@@ -459,29 +462,44 @@ class CommittedOffsets:
         """Records of `topic` that `group_id` has committed, over every partition (0 before its first commit)."""
         partitions = self._partitions.get(topic)
         if partitions is None:
-            numbers = self.metadata.partitions_for_topic(topic) or set()
+            numbers = self.metadata.partitions_for_topic(topic)
             if not numbers:
-                raise RuntimeError(f"topic {topic} has no partitions the broker knows of")
+                # A fresh client's metadata names no topic on Apache Kafka (tansu sends every one): ask.
+                await self.metadata.topics()
+                numbers = self.metadata.partitions_for_topic(topic)
+            if not numbers:
+                raise ValueError(f"topic {topic} does not exist on the broker")
             partitions = self._partitions[topic] = [TopicPartition(topic, n) for n in sorted(numbers)]
         if group_id not in self._coordinators:
             self._coordinators[group_id] = await self.admin.find_coordinator(group_id)
-        offsets = await self.admin.list_consumer_group_offsets(group_id, self._coordinators[group_id], partitions)
+        try:
+            offsets = await self.admin.list_consumer_group_offsets(group_id, self._coordinators[group_id],
+                                                                   partitions)
+        except KafkaError:
+            self._coordinators.pop(group_id, None)  # it may have moved: found again on the next look
+            raise
         return sum(max(0, meta.offset) for meta in offsets.values())
-
-    async def wait_for(self, groups: Sequence[str], topic: str, counts: dict[str, int], more: int,
-                       timeout: float, every: float = 0.01) -> float | None:
-        """Wait until each group has committed `more` records of `topic` past `counts`; when (monotonic), or None."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            now = await asyncio.gather(*(self.total(group, topic) for group in groups))
-            if all(total - counts[group] >= more for group, total in zip(groups, now, strict=True)):
-                return time.monotonic()
-            await asyncio.sleep(every)
-        return None
 
     async def totals(self, groups: Sequence[str], topic: str) -> dict[str, int]:
         """Each group's committed records of `topic`."""
         return dict(zip(groups, await asyncio.gather(*(self.total(group, topic) for group in groups)), strict=True))
+
+    async def wait_for(self, groups: Sequence[str], topic: str, counts: dict[str, int], more: int,
+                       timeout: float, every: float = 0.01) -> float | None:
+        """Wait until each group has committed `more` records of `topic` past `counts`; when (monotonic), or None."""
+        if not groups:
+            raise ValueError(f"no consumer group to wait for on {topic}")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                now = await self.totals(groups, topic)
+            except KafkaError as error:  # one failed look is no reason to lose the stage: look again
+                log.warning("committed offsets unread", extra={"topic": topic, "error": repr(error)})
+            else:
+                if all(now[group] - counts[group] >= more for group in groups):
+                    return time.monotonic()
+            await asyncio.sleep(every)
+        return None
 
 
 class RatingWatch:
@@ -714,13 +732,13 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
 async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], None]) -> dict[str, Any]:
     """Whole rounds of many round robins finish at once: how fast standings and ratings take the results.
 
-    The round's games are started first (their GameStarted read by every reader, as they would
-    be minutes before a round's last result). Then every result of the round is published in one
-    go; measured from then (from the moment the play
-    site hands the first event to Kafka, after building them all): when pairing has consumed them
-    all (each scores its game and the standings; the last of a round pairs the next), when the
-    rating service has published the last of their RatingUpdated, and when the next round has
-    reached the play site. The rates counted from the start of the building are kept beside them.
+    The round's games are started first (their GameStarted committed by every group that reads
+    them, as they would be minutes before a round's last result). Then every result of the round
+    is published in one go; measured from then (from the moment the play site hands the first
+    event to Kafka, after building them all): when pairing's group has committed them all (it
+    commits a batch once it has scored its games and the standings; the last of a round pairs the
+    next), when the rating service has published the last of their RatingUpdated, and when the
+    next round has reached the play site. The rates counted from the start of the building are kept beside them.
     `burst_rounds` rounds go one after the other, each once the previous one's next round has
     reached the play site; the figures are the medians over the rounds, each round's are kept.
     """
@@ -732,11 +750,12 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
     playsite.holding = True
     watch = RatingWatch(target.kafka, target.watch_fetch_wait_ms)
     committed = CommittedOffsets(target.kafka)
-    await playsite.start()
-    await watch.start()
-    await committed.start()
     rounds: list[dict[str, Any]] = []
-    try:
+    async with contextlib.AsyncExitStack() as running:
+        # Each is stopped only if it started, in the reverse order.
+        for part in (playsite, watch, committed):
+            await part.start()
+            running.push_async_callback(part.stop)
         created, expected = await first_round_requested(target, playsite, config.burst_tournaments,
                                                         config.entrants, prefix, share=1.0, patience=90)
         say(f"burst: {len(created)} round robins of {config.entrants}; round 1 requested "
@@ -751,10 +770,6 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
                 f"{one['rated_per_s_with_building']}/s); next round requested {one['next_round_requested']} games")
             if one["next_round_requested"] < one["results"]:
                 break  # the next round did not all reach the play site in time: nothing whole to release
-    finally:
-        await committed.stop()
-        await watch.stop()
-        await playsite.stop()
     return burst_medians(len(created), rounds) if rounds else {}
 
 
@@ -776,7 +791,7 @@ def burst_medians(tournaments: int, rounds: Sequence[dict[str, Any]]) -> dict[st
 async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, watch: RatingWatch,
                      committed: CommittedOffsets) -> dict[str, Any]:
     """Start every held game, then release their results at once and time how standings and ratings take them."""
-    start_seconds = await _start_held_round(target, playsite, committed, config.drain_seconds)
+    started, start_seconds = await _start_held_round(target, playsite, committed, config.drain_seconds)
     standings = target.groups_reading(events.GAME_FINISHED.name, ["pairing"])
     before_results = await committed.totals(standings, events.GAME_FINISHED.name)
     before = await Reading.read(target.metrics)
@@ -808,8 +823,11 @@ async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, wa
         "standings_per_s_with_building": per_second(scored_at, len(games), release.building),
         "rated_per_s_with_building": per_second(last_rated, len(rated), release.building),
         "rated_games": len(rated),
-        # Before the release: the round's GameStarted, published at once, until every reader had them all.
+        # Before the release: the round's GameStarted, published at once, until every reader had them all;
+        # the release itself started none.
+        "started_before_release": started,
         "started_in_seconds": start_seconds,
+        "started_with_results": release.started_with_results,
         "next_round_requested": playsite.backlog,
         "cpu_percent": _cpu(before.cpu(), after.cpu(), window),
         # How each consumer took them: its game.finished batches and their mean handling time.
@@ -822,18 +840,19 @@ async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, wa
 
 
 async def _start_held_round(target: Target, playsite: PlaySite, committed: CommittedOffsets,
-                            timeout: float) -> float | None:
-    """Start the held round's games and wait until every group reading game.started has them; real seconds.
+                            timeout: float) -> tuple[int, float | None]:
+    """Start the held round's games and wait until every group reading game.started has them.
 
     A round's games start together and end minutes later, so its starts are no part of the
-    burst of its results. None when they were not all read within `timeout`.
+    burst of its results. Returns how many games started and the real seconds until every group
+    had committed them (None when they did not within `timeout`).
     """
     readers = target.groups_reading(events.GAME_STARTED.name)
     before = await committed.totals(readers, events.GAME_STARTED.name)
     began = time.monotonic()
     started = await playsite.start_held()
     done = await committed.wait_for(readers, events.GAME_STARTED.name, before, started, timeout, every=0.05)
-    return None if done is None else round(done - began, 3)
+    return started, None if done is None else round(done - began, 3)
 
 
 def _batches(before: tuple[float, float], after: tuple[float, float]) -> dict[str, Any]:

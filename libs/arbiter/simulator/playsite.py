@@ -177,6 +177,8 @@ class Release:
     building: float
     publishing: float
     published: float
+    # Games whose GameStarted went out with their result (none when `start_held` started them all).
+    started_with_results: int = 0
 
 
 @dataclass
@@ -412,14 +414,17 @@ class PlaySite:
         A round's games start together and end minutes later: started here, a held round's
         release is its results alone, as when the last game of a round ends.
         """
+        if not self.holding:
+            raise RuntimeError("start_held starts held games: set `holding` first")
         now = events.timestamp(self.time_source.now())
         waiting = [request for request in self._instant if request.game_id not in self._held_started]
+        # Marked before the publication: a call meanwhile (or a release) must not start them again.
+        for request in waiting:
+            self._held_started[request.game_id] = now
         records = [self._record(self._started_event(request, now), f"{request.game_id}/started", now)
                    for request in waiting]
         if records:
             await self._publish_records(records)
-        for request in waiting:
-            self._held_started[request.game_id] = now
         self.stats.started += len(waiting)
         return len(waiting)
 
@@ -428,8 +433,10 @@ class PlaySite:
         building = time.monotonic()
         slice_ = list(self._instant)
         self._instant.clear()
+        started_before = self.stats.started
         publishing = await self._instant_slice(slice_)
-        return Release([request.game_id for request in slice_], building, publishing, time.monotonic())
+        return Release([request.game_id for request in slice_], building, publishing, time.monotonic(),
+                       self.stats.started - started_before)
 
     async def _instant_slice(self, requests: Sequence[ev.GameRequested]) -> float:
         """Start and finish a slice of instant games: their GameStarted and GameFinished events in whole batches.
@@ -491,11 +498,15 @@ class PlaySite:
 
     async def _instant_game(self, request: ev.GameRequested, live: LiveGame) -> None:
         """A hosted instant game (`instant_after_seconds`): started now, its result after the wait."""
-        live.started_at = self.time_source.now()
         live.moved.update((request.white_id, request.black_id))
-        await self._publish(self._started_event(request, events.timestamp(live.started_at)),
-                            f"{request.game_id}/started")
-        self.stats.started += 1
+        held_start = self._held_started.pop(request.game_id, None)
+        if held_start is None:
+            live.started_at = self.time_source.now()
+            await self._publish(self._started_event(request, events.timestamp(live.started_at)),
+                                f"{request.game_id}/started")
+            self.stats.started += 1
+        else:  # started by `start_held` before the holding ended
+            live.started_at = held_start.ToDatetime(tzinfo=UTC)
         result, termination = self._instant_result(live)
         low, high = self.config.instant_after_seconds
         if high > 0 and await self._pause(live, live.rng.uniform(low, high)):
