@@ -1069,7 +1069,8 @@ def summary(report: Report) -> str:
     if report.burst:
         b = report.burst
         each = b["rounds"]
-        lines.append(f"a whole round at once ({b['tournaments']} round robins, {b['results']} results built in "
+        lines.append(f"a whole round at once ({b['tournaments']} round robins, their games started first and read "
+                     f"in {b['started_in_seconds']} s, {b['results']} results built in "
                      f"{b['built_in_seconds']} s and published at {b['published_per_s']}/s; medians of "
                      f"{len(each)} rounds): from the first publication standings took them at "
                      f"{b['standings_per_s']}/s, ratings at {b['rated_per_s']}/s "
