@@ -39,7 +39,7 @@ class ClockSettings(KitSettings):
     flag_outage_grace_seconds: float = Field(default=5.0, ge=0)
     # Real seconds a deadline (T-16, T-17, TB-4) waits before it is decided: a move or a return made
     # just before it, with its own time, may still be on its way (the play site's publication, the
-    # broker's fetch), and it counts if it arrives within them. The verdict keeps the deadline's instant; only its
-    # publication waits, so every flag is this much later: 0 keeps flags within ~30 ms of their
-    # deadline (p99 with 10,000 live clocks); a site whose moves travel longer raises it.
+    # broker's fetch), and it counts if it arrives within them. The verdict keeps the deadline's
+    # instant; only its publication waits, so every flag is this much later: 0 keeps flags within
+    # ~30 ms of their deadline (p99 with 10,000 live clocks); a site whose moves travel longer raises it.
     flag_transit_seconds: float = Field(default=0.0, ge=0, le=10)

@@ -40,6 +40,7 @@ from aiokafka.structs import OffsetAndMetadata
 from arbiter.devstack.processes import ManagedProcess
 from arbiter.devstack.stack import SERVICE_GROUPS, SERVICE_NAMES, SystemStack
 from arbiter.kit.events import Topic
+from arbiter.kit.kafka import topic_partitions
 
 
 @dataclass
@@ -230,25 +231,6 @@ def _topic_names(topics: Iterable[str | Topic]) -> list[str]:
     return [t.name if isinstance(t, Topic) else t for t in topics]
 
 
-async def _partitions(consumer: AIOKafkaConsumer, topics: Sequence[str],
-                      patience: float = 10.0) -> list[TopicPartition]:
-    """The partitions of `topics` (none for a topic that does not exist once `patience` seconds have passed)."""
-    found: list[TopicPartition] = []
-    for topic in topics:
-        parts = consumer.partitions_for_topic(topic)
-        deadline = time.monotonic() + patience
-        # A fresh consumer's metadata may not hold the topic yet: an empty answer here once made a
-        # whole read return nothing. `topics()` asks the broker for every topic's metadata.
-        while not parts and time.monotonic() < deadline:
-            if topic not in await consumer.topics():
-                break
-            parts = consumer.partitions_for_topic(topic)
-            if not parts:
-                await asyncio.sleep(0.2)
-        found += [TopicPartition(topic, p) for p in sorted(parts or ())]
-    return found
-
-
 async def rewind_group(bootstrap: str, group_id: str, topics: Iterable[str | Topic],
                        counts: FaultCounts | None = None, timeout: float = 60.0) -> int:
     """Commit the earliest offsets for `group_id` on `topics`; return how many events will be delivered again.
@@ -267,7 +249,7 @@ async def rewind_group(bootstrap: str, group_id: str, topics: Iterable[str | Top
         for member, name in zip(members, names):
             await member.start()
             member.subscribe([name])
-        wanted = [await _partitions(member, [name]) for member, name in zip(members, names)]
+        wanted = [await topic_partitions(member, [name]) for member, name in zip(members, names)]
         deadline = time.monotonic() + timeout
         while any(set(m.assignment()) != set(w) for m, w in zip(members, wanted)):
             if time.monotonic() > deadline:
@@ -309,7 +291,7 @@ async def group_lag(bootstrap: str, group_id: str, topics: Iterable[str | Topic]
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False)
     await consumer.start()
     try:
-        partitions = await _partitions(consumer, names)
+        partitions = await topic_partitions(consumer, names)
         consumer.assign(partitions)
         ends = await true_ends(consumer, partitions)
         lag = 0
@@ -339,7 +321,7 @@ async def redeliver_in_order(stack: SystemStack, tag: str, counts: FaultCounts |
     try:
         for groups in SERVICE_GROUPS.values():
             for topics in groups.values():
-                partitions = await _partitions(consumer, list(topics))
+                partitions = await topic_partitions(consumer, list(topics))
                 if partitions:
                     consumer.assign(partitions)
                     total += sum((await true_ends(consumer, partitions)).values())
@@ -402,7 +384,7 @@ async def _read_records(bootstrap: str, names: Sequence[str]) -> list[Any]:
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
     await consumer.start()
     try:
-        partitions = await _partitions(consumer, names)
+        partitions = await topic_partitions(consumer, names)
         if not partitions:
             return []
         consumer.assign(partitions)

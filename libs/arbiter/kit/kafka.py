@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 from aiokafka.partitioner import DefaultPartitioner
@@ -216,6 +216,25 @@ def outbox_publisher(producer: AIOKafkaProducer) -> Callable[[Sequence[OutboxRec
         await asyncio.gather(*deliveries)
 
     return publish
+
+
+async def topic_partitions(consumer: AIOKafkaConsumer, topics: Sequence[str],
+                           patience: float = 10.0) -> list[TopicPartition]:
+    """The partitions of `topics` (none for a topic that does not exist once `patience` seconds have passed)."""
+    found: list[TopicPartition] = []
+    for topic in topics:
+        parts = consumer.partitions_for_topic(topic)
+        deadline = time.monotonic() + patience
+        # A fresh consumer's metadata may not hold the topic yet: an empty answer here once made a
+        # whole read return nothing. `topics()` asks the broker for every topic's metadata.
+        while not parts and time.monotonic() < deadline:
+            if topic not in await consumer.topics():
+                break
+            parts = consumer.partitions_for_topic(topic)
+            if not parts:
+                await asyncio.sleep(0.2)
+        found += [TopicPartition(topic, p) for p in sorted(parts or ())]
+    return found
 
 
 async def ensure_topics(bootstrap_servers: str, partitions: int, topics: Sequence[Topic] = ALL_TOPICS) -> None:

@@ -48,7 +48,7 @@ from arbiter.contracts import tournament_pb2 as tp
 from arbiter.contracts import tournament_pb2_grpc
 from arbiter.kit import events
 from arbiter.kit.events import timestamp
-from arbiter.kit.kafka import outbox_publisher
+from arbiter.kit.kafka import outbox_publisher, topic_partitions
 from arbiter.kit.outbox import OutboxRecord, record_of
 from arbiter.kit.timesource import TimeSource
 from arbiter.simulator.behaviour import Behaviour, Profiles
@@ -462,14 +462,9 @@ class CommittedOffsets:
         """Records of `topic` that `group_id` has committed, over every partition (0 before its first commit)."""
         partitions = self._partitions.get(topic)
         if partitions is None:
-            numbers = self.metadata.partitions_for_topic(topic)
-            if not numbers:
-                # A fresh client's metadata names no topic on Apache Kafka (tansu sends every one): ask.
-                await self.metadata.topics()
-                numbers = self.metadata.partitions_for_topic(topic)
-            if not numbers:
+            partitions = self._partitions[topic] = await topic_partitions(self.metadata, [topic])
+            if not partitions:
                 raise ValueError(f"topic {topic} does not exist on the broker")
-            partitions = self._partitions[topic] = [TopicPartition(topic, n) for n in sorted(numbers)]
         if group_id not in self._coordinators:
             self._coordinators[group_id] = await self.admin.find_coordinator(group_id)
         try:
@@ -738,9 +733,10 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
     event to Kafka, after building them all): when pairing's group has committed them all (it
     commits a batch once it has scored its games and the standings; the last of a round pairs the
     next), when the rating service has published the last of their RatingUpdated, and when the
-    next round has reached the play site. The rates counted from the start of the building are kept beside them.
-    `burst_rounds` rounds go one after the other, each once the previous one's next round has
-    reached the play site; the figures are the medians over the rounds, each round's are kept.
+    next round has reached the play site. The rates counted from the start of the building are
+    kept beside them. `burst_rounds` rounds go one after the other, each once the previous one's
+    next round has reached the play site; the figures are the medians over the rounds, each
+    round's are kept.
     """
     if config.burst_tournaments <= 0 or not target.groups_reading(events.GAME_FINISHED.name, ["pairing"]):
         return {}
@@ -800,7 +796,7 @@ async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, wa
     games, began, published = release.game_ids, release.publishing, release.published
     deadline = began + config.drain_seconds
     scored_at = await committed.wait_for(standings, events.GAME_FINISHED.name, before_results, len(games),
-                                         config.drain_seconds)
+                                         deadline - time.monotonic())
     while time.monotonic() < deadline:
         if all(g in watch.first_seen for g in games) and playsite.backlog >= len(games):
             break

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
@@ -77,6 +79,29 @@ async def _send(producer: AIOKafkaProducer, event) -> None:
     await producer.send_and_wait(topic.name, event.SerializeToString(), key=topic.key_of(event).encode())
 
 
+@contextlib.asynccontextmanager
+async def _running(playsite: PlaySite, bootstrap: str, prefix: str) -> AsyncIterator[tuple[Recorder, AIOKafkaProducer]]:
+    """The play site started with a recorder of its run's events and a producer of requests; all stopped after."""
+    recorder = Recorder(bootstrap, prefix)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await recorder.start()
+    await producer.start()
+    await playsite.start()
+    try:
+        yield recorder, producer
+    finally:
+        await playsite.stop()
+        await producer.stop()
+        await recorder.stop()
+
+
+async def _backlog_reaches(playsite: PlaySite, count: int, timeout: float = 60.0) -> None:
+    """Wait until `count` instant games are queued (requests take a fetch or two to arrive)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while playsite.backlog < count and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+
+
 async def _scenario(bootstrap: str) -> None:
     await ensure_topics(bootstrap, 4)
     prefix = f"ps{uuid.uuid4().hex[:6]}-"
@@ -85,12 +110,7 @@ async def _scenario(bootstrap: str) -> None:
         f"{prefix}absent": Behaviour.NEVER_SHOWS, f"{prefix}late": Behaviour.NEVER_SHOWS})
     playsite = PlaySite(bootstrap, time_source, profiles, PlaySiteConfig(
         seed=3, think_seconds=(1.0, 2.0), group_id=f"{prefix}playsite", player_prefix=prefix))
-    recorder = Recorder(bootstrap, prefix)
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await recorder.start()
-    await producer.start()
-    await playsite.start()
-    try:
+    async with _running(playsite, bootstrap, prefix) as (recorder, producer):
         played, flagged, closed = f"{prefix}g1", f"{prefix}g2", f"{prefix}g3"
         await _send(producer, _request(played, f"{prefix}w", f"{prefix}b"))
         await _send(producer, _request(flagged, f"{prefix}absent", f"{prefix}b2"))
@@ -139,10 +159,6 @@ async def _scenario(bootstrap: str) -> None:
         await asyncio.sleep(0.5)
         assert [e.meta.producer for e in recorder.seen[closed] if isinstance(e, ev.GameFinished)] == ["pairing"]
         assert playsite.stats.errors == 0
-    finally:
-        await playsite.stop()
-        await producer.stop()
-        await recorder.stop()
 
 
 def test_play_site_plays_reports_and_yields(kafka_bootstrap: str) -> None:
@@ -231,9 +247,7 @@ async def _held_scenario(bootstrap: str) -> None:
     await playsite.start()
     try:
         games = await _request_games(producer, prefix, 30)
-        deadline = asyncio.get_running_loop().time() + 60
-        while playsite.backlog < len(games) and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.05)
+        await _backlog_reaches(playsite, len(games))
         await asyncio.sleep(0.3)  # several ticks of the instant loop: held games stay queued
         assert playsite.backlog == len(games) and not playsite.result_sent
 
@@ -256,19 +270,12 @@ async def _started_then_released_scenario(bootstrap: str) -> None:
     await ensure_topics(bootstrap, 4)
     prefix = f"ps{uuid.uuid4().hex[:6]}-"
     playsite = _instant_playsite(bootstrap, prefix)
-    recorder = Recorder(bootstrap, prefix)
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-    await recorder.start()
-    await producer.start()
-    await playsite.start()
-    try:
+    async with _running(playsite, bootstrap, prefix) as (recorder, producer):
         with pytest.raises(RuntimeError, match="holding"):
             await playsite.start_held()  # only held games: the instant loop takes the others
         playsite.holding = True
         first = await _request_games(producer, prefix, 10)
-        deadline = asyncio.get_running_loop().time() + 60
-        while playsite.backlog < len(first) and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.05)
+        await _backlog_reaches(playsite, len(first))
 
         # The held games start now: their GameStarted alone, once each however often it is asked.
         assert await playsite.start_held() == len(first)
@@ -281,8 +288,7 @@ async def _started_then_released_scenario(bootstrap: str) -> None:
         # A game requested after that is started by the next call only.
         late = f"{prefix}late"
         await _send(producer, _request(late, f"{prefix}wl", f"{prefix}bl"))
-        while playsite.backlog < len(first) + 1 and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.05)
+        await _backlog_reaches(playsite, len(first) + 1)
         assert await playsite.start_held() == 1
 
         released = await playsite.release_held()
@@ -298,10 +304,6 @@ async def _started_then_released_scenario(bootstrap: str) -> None:
         for game_id in [*first, late]:
             assert sorted(type(e).__name__ for e in recorder.seen[game_id]) == ["GameFinished", "GameStarted"]
         assert playsite.stats.started == playsite.stats.finished == len(first) + 1 and playsite.stats.errors == 0
-    finally:
-        await playsite.stop()
-        await producer.stop()
-        await recorder.stop()
 
 
 def test_held_games_started_first_release_only_their_results(kafka_bootstrap: str) -> None:
