@@ -161,14 +161,15 @@ class ResultDesk:
     async def apply(self, incoming: Sequence[IncomingResult], before_waking: Awaitable[None] | None = None) -> str:
         """Apply the first result of each game, in arrival order; count the rest; never apply one twice.
 
-        Two round trips to PostgreSQL whatever the batch: one read (our games, the events seen
-        before), one statement that records the events and applies their results atomically.
-        `before_waking` is awaited before any tournament is woken.
+        Two round trips to PostgreSQL whatever the batch: one read (our games), one statement that
+        records the events and applies the results of those it records first (a redelivered event
+        is recorded already, so its result changes nothing). `before_waking` is awaited before any
+        tournament is woken.
         """
         if not incoming:
             return "ignored"
         async with self.pool.acquire() as connection:
-            known, seen = await store.games_and_seen(connection, CONSUMER, [(i.game_id, i.event_id) for i in incoming])
+            known = await store.our_games(connection, [item.game_id for item in incoming])
             ignored: Counter[str] = Counter()
             for item in incoming:
                 if item.game_id not in known and (item.claims_tournament or _OUR_GAME_ID.match(item.game_id)):
@@ -177,42 +178,50 @@ class ResultDesk:
             # Only our games' events are deduplicated: another game's event without an id is not ours to refuse.
             if any(not item.event_id for item in ours):
                 raise ValueError(f"{CONSUMER}: event without an event id cannot be deduplicated")
-            duplicates = 0
-            fresh: dict[str, None] = {}
+            repeated = 0
+            in_batch: dict[str, None] = {}
+            # Why an event applies nothing, counted once the statement says whether it was new
+            # (a redelivered event counts as a duplicate whatever it carries).
+            passed_over: list[tuple[IncomingResult, str, str]] = []
             # The first result of each game in arrival order; a later one in the same batch is already late.
             first: dict[str, tuple[IncomingResult, store.ResultRow]] = {}
             for item in ours:
-                if item.event_id in seen or item.event_id in fresh:
-                    duplicates += 1
+                if item.event_id in in_batch:
+                    repeated += 1
                     continue
-                fresh[item.event_id] = None
+                in_batch[item.event_id] = None
                 if item.producer == self.service:
                     continue  # our own forfeit or closing draw coming back
                 try:
                     scored, termination = item.decide(known[item.game_id])
                 except ValueError as error:
-                    ignored["invalid"] += 1
-                    log.warning("result ignored", extra={"game_id": item.game_id, "source": item.source,
-                                                         "error": str(error)})
+                    passed_over.append((item, "invalid", str(error)))
                     continue
                 if item.game_id in first:
                     earlier = first[item.game_id][0]
                     if not (item.source == events.GAME_FINISHED.name
                             and earlier.source in store.PROVISIONAL_SOURCES):
-                        ignored["already_scored"] += 1
+                        passed_over.append((item, "already_scored", ""))
                         continue
-                    ignored["already_scored"] += 1  # the provisional one, replaced just below
+                    passed_over.append((earlier, "already_scored", ""))  # the provisional one, replaced just below
                 first[item.game_id] = (item, store.ResultRow(
                     item.game_id, scored.kind.value, scored.verdict.value, termination,
                     scored.score.white_points, scored.score.black_points, scored.score.rated,
                     f"{item.source}:{item.event_id}",
                 ))
-            done = store.AppliedResults({}, {}, [])
-            if fresh:
-                done = await store.apply_results(connection, CONSUMER, list(fresh), [
+            done = store.AppliedResults({}, {}, [], frozenset())
+            if in_batch:
+                done = await store.apply_results(connection, CONSUMER, list(in_batch), [
                     store.ResultToApply(row, item.event_id, item.source == events.GAME_FINISHED.name)
                     for item, row in first.values()
                 ], self.clock.now())
+        duplicates = repeated + sum(1 for event_id in in_batch if event_id not in done.recorded)
+        for item, reason, problem in passed_over:
+            if item.event_id in done.recorded:
+                ignored[reason] += 1
+                if problem:
+                    log.warning("result ignored", extra={"game_id": item.game_id, "source": item.source,
+                                                         "error": problem})
         applied: list[tuple[IncomingResult, store.Row]] = []
         for game_id, (item, _) in first.items():
             if game_id in done.scored:
@@ -221,7 +230,7 @@ class ResultDesk:
                 applied.append((item, done.corrected[game_id]))
                 self.metrics.results_corrected.labels(self.service, item.source).inc()
                 log.warning("provisional result replaced by the play site's", extra={"game_id": game_id})
-            else:
+            elif item.event_id in done.recorded:
                 ignored["already_scored"] += 1
         service = self.metrics.service
         for reason, count in ignored.items():

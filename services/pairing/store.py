@@ -146,27 +146,19 @@ async def games(db: Executor, tournament_id: str, round_number: int = 0) -> list
     return await db.fetch("SELECT * FROM games WHERE tournament_id = $1 ORDER BY round, board, leg", tournament_id)
 
 
-async def games_and_seen(db: Executor, consumer: str, deliveries: Sequence[tuple[str, str]]
-                         ) -> tuple[dict[str, Row], set[str]]:
-    """Our games among (game id, event id) `deliveries`, and which of their events `consumer` processed before.
-
-    One round trip instead of a read and an insert in the result transaction; `apply_results`
-    records the events, and applies only those it records first.
-    """
-    # The events seen are probed by key first. Joined to the batch instead, a plan cached while the
-    # table was small compared every row of the batch with every event of the consumer: 48 ms for 61
-    # results with 8,600 events stored, and growing with each result (issue 9 note).
+async def our_games(db: Executor, game_ids: Sequence[str]) -> dict[str, Row]:
+    """{game id: row} of the games among `game_ids` that are ours, with their tournament's `rated`."""
+    # No probe of processed_events here: `apply_results` records the events and says which were
+    # new. A probe by (consumer, event_id) = ANY(...) was planned on statistics from the table's
+    # first rows as a scan of every event of the consumer, filtered: 21,712 rows read per batch of
+    # 44 results at 1,000 results/s and more with each result (issue 9 note, auto_explain).
     rows = await db.fetch(
-        "WITH seen AS MATERIALIZED ("
-        "    SELECT event_id FROM processed_events WHERE consumer = $3 AND event_id = ANY($2::text[]))"
-        " SELECT e.event_id, s.event_id IS NOT NULL AS seen, g.game_id, g.tournament_id, g.round, g.white_id,"
-        " g.black_id, g.finished, t.rated"
-        " FROM unnest($1::text[], $2::text[]) AS e(game_id, event_id)"
-        " JOIN games g ON g.game_id = e.game_id JOIN tournaments t ON t.id = g.tournament_id"
-        " LEFT JOIN seen s ON s.event_id = e.event_id",
-        [game_id for game_id, _ in deliveries], [event_id for _, event_id in deliveries], consumer,
+        "SELECT g.game_id, g.tournament_id, g.round, g.white_id, g.black_id, g.finished, t.rated"
+        " FROM unnest($1::text[]) AS e(game_id)"
+        " JOIN games g ON g.game_id = e.game_id JOIN tournaments t ON t.id = g.tournament_id",
+        list(dict.fromkeys(game_ids)),
     )
-    return {row["game_id"]: row for row in rows}, {row["event_id"] for row in rows if row["seen"]}
+    return {row["game_id"]: row for row in rows}
 
 
 # The topics whose results stand only until the play site's GameFinished says otherwise.
@@ -222,11 +214,12 @@ class ResultToApply:
 
 @dataclass(frozen=True)
 class AppliedResults:
-    """What `apply_results` changed: {game id: game row} scored and corrected, and the rounds now complete."""
+    """What `apply_results` did: {game id: game row} scored and corrected, the rounds now complete, the events new."""
 
     scored: dict[str, Row]
     corrected: dict[str, Row]
     complete: list[str]
+    recorded: frozenset[str]
 
 
 async def apply_results(db: Executor, consumer: str, event_ids: Sequence[str],
@@ -238,8 +231,9 @@ async def apply_results(db: Executor, consumer: str, event_ids: Sequence[str],
     each final word (T-16..T-19) replaces a differing provisional result (a flag's, an
     abandonment's) while the tournament runs (a finished tournament's table is final; the
     decision replaced is kept in `overruled`), and the tournaments touched whose every requested
-    game now has a result are named. A result whose event another replica recorded meanwhile
-    changes nothing. `results` must name each game once.
+    game now has a result are named. A result whose event was recorded before (a redelivery, or
+    another replica meanwhile) changes nothing; `recorded` names the events recorded now.
+    `results` must name each game once.
     """
     rows = await db.fetch(
         """
@@ -263,7 +257,9 @@ async def apply_results(db: Executor, consumer: str, event_ids: Sequence[str],
                 white_points = r.white_points, black_points = r.black_points, rated = r.rated,
                 overruled = g.decided_by, decided_by = r.decided_by
             FROM chosen AS r, tournaments AS t
-            WHERE r.final AND g.game_id = r.game_id AND g.finished AND t.id = g.tournament_id
+            -- A game scored just above looked open to this statement: only the others are looked up.
+            WHERE r.final AND r.game_id NOT IN (SELECT game_id FROM scored) AND g.game_id = r.game_id
+                AND g.finished AND t.id = g.tournament_id
                 AND t.state = 'running' AND split_part(g.decided_by, ':', 1) = ANY($14::text[])
                 AND (g.kind, g.result, g.termination, g.white_points, g.black_points, g.rated)
                     IS DISTINCT FROM (r.kind, r.result, r.termination, r.white_points, r.black_points, r.rated)
@@ -275,10 +271,14 @@ async def apply_results(db: Executor, consumer: str, event_ids: Sequence[str],
             WHERE NOT EXISTS (SELECT 1 FROM games o WHERE o.tournament_id = x.tournament_id AND NOT o.finished
                               AND o.game_id NOT IN (SELECT game_id FROM scored))
         )
-        SELECT s.*, true AS now_scored, s.tournament_id IN (SELECT tournament_id FROM complete) AS round_complete
+        SELECT s.*, true AS now_scored, s.tournament_id IN (SELECT tournament_id FROM complete) AS round_complete,
+            NULL::text[] AS recorded
         FROM scored AS s
         UNION ALL
-        SELECT c.*, false, c.tournament_id IN (SELECT tournament_id FROM complete) FROM corrected AS c
+        SELECT c.*, false, c.tournament_id IN (SELECT tournament_id FROM complete), NULL FROM corrected AS c
+        UNION ALL
+        -- One row without a game: the events recorded now (the others were processed before).
+        SELECT (NULL::games).*, NULL, NULL, ARRAY(SELECT event_id FROM fresh)
         """,
         consumer, list(event_ids),
         [r.row.game_id for r in results], [r.event_id for r in results], [r.row.kind for r in results],
@@ -286,10 +286,12 @@ async def apply_results(db: Executor, consumer: str, event_ids: Sequence[str],
         [r.row.black_points for r in results], [r.row.rated for r in results], [r.row.decided_by for r in results],
         [r.final_word for r in results], at, list(PROVISIONAL_SOURCES),
     )
+    games = [row for row in rows if row["recorded"] is None]
     return AppliedResults(
-        scored={row["game_id"]: row for row in rows if row["now_scored"]},
-        corrected={row["game_id"]: row for row in rows if not row["now_scored"]},
-        complete=sorted({row["tournament_id"] for row in rows if row["round_complete"]}),
+        scored={row["game_id"]: row for row in games if row["now_scored"]},
+        corrected={row["game_id"]: row for row in games if not row["now_scored"]},
+        complete=sorted({row["tournament_id"] for row in games if row["round_complete"]}),
+        recorded=frozenset(next(row["recorded"] for row in rows if row["recorded"] is not None)),
     )
 
 

@@ -239,8 +239,13 @@ async def test_one_batch_with_a_flag_and_the_final_word_applies_once_even_delive
     first, second, *others = sorted((requests[0] for requests in log.requests.values()), key=lambda r: r.game_id)
     redis = aioredis.from_url(pairing.settings.redis_url)
     woken: list[str] = []
+    metrics = Metrics("pairing-batch-test")
     desk = ResultDesk(pairing.db, pairing.clock, BusyRegistry(redis, 600), WatchHub(redis),
-                      PairingMetrics.create(Metrics("pairing-batch-test")), woken.append, "pairing")
+                      PairingMetrics.create(metrics), woken.append, "pairing")
+
+    def ignored(reason: str) -> float:
+        return metrics.registry.get_sample_value(
+            "arbiter_results_ignored_total", {"service": metrics.service, "reason": reason}) or 0.0
 
     def finished(request: ev.GameRequested, result: int, event_id: str) -> ev.GameFinished:
         event = ev.GameFinished(
@@ -269,9 +274,17 @@ async def test_one_batch_with_a_flag_and_the_final_word_applies_once_even_delive
             "game.finished:")
         assert rows[second.game_id]["result"] == "draw"
         assert woken == [tournament_id]  # the round is complete: its last results wake the scheduler once
+        # The flag the final word replaced and the second game's later result came too late.
+        assert ignored("already_scored") == 2
         assert await desk.apply(batch) == "duplicate"
         again = {r["game_id"]: r for r in await pairing.db.fetch(
             "SELECT * FROM games WHERE game_id = ANY($1::text[])", [first.game_id, second.game_id])}
         assert again == rows and woken == [tournament_id]
+        assert ignored("already_scored") == 2, "a redelivered event is a duplicate, not a late result"
+        # A redelivered event ahead of a new one for the same game: only the new one is late.
+        retry = finished(second, common.GAME_RESULT_WHITE_WINS, f"batch-retry-{second.game_id}")
+        assert await desk.apply([batch[2], batch[3], from_finished(retry)]) == "ignored"
+        assert ignored("already_scored") == 3
+        assert (await pairing.db.fetchval("SELECT result FROM games WHERE game_id = $1", second.game_id)) == "draw"
     finally:
         await redis.aclose()
