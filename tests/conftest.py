@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 import pytest
 from hypothesis import HealthCheck, settings
 
-from arbiter.devstack.infra import EmbeddedPostgres, create_database, postgres_reachable, start_redis, start_tansu
+from arbiter.devstack.infra import (
+    EmbeddedPostgres, create_database, drop_database, postgres_reachable, start_redis, start_tansu,
+)
 from arbiter.devstack.processes import free_port
 from arbiter.devstack.stack import SERVICE_NAMES, SystemStack
 
@@ -115,9 +117,14 @@ def postgres_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
 
 
 @pytest.fixture(scope="session")
-def database_url(postgres_server_url: str) -> str:
-    """A fresh database for this test session."""
-    return asyncio.run(create_database(postgres_server_url, f"arbiter_test_{uuid.uuid4().hex[:10]}"))
+def database_url(postgres_server_url: str) -> Iterator[str]:
+    """A fresh database for this test session, dropped at its end unless ARBITER_KEEP_TEST_DATABASE=1."""
+    # The machine's server outlives the session (CI runs on it again): a database left by every
+    # run would pile up there.
+    name = f"arbiter_test_{uuid.uuid4().hex[:10]}"
+    yield asyncio.run(create_database(postgres_server_url, name))
+    if os.environ.get("ARBITER_KEEP_TEST_DATABASE") != "1":
+        asyncio.run(drop_database(postgres_server_url, name))
 
 
 @pytest.fixture(scope="session")

