@@ -16,11 +16,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import asyncpg
 import pytest
 import redis
 
-from arbiter.devstack.infra import create_database, with_database
+from arbiter.devstack.infra import create_database, drop_database
 from arbiter.devstack.stack import SERVICE_NAMES, SystemStack
 
 _HERE = Path(__file__).resolve().parent
@@ -46,20 +45,12 @@ def fuzz_env(infra_env: dict[str, str], postgres_server_url: str) -> Iterator[di
     redis_url = _redis_with_db(infra_env["REDIS_URL"], FUZZ_REDIS_DB)
     yield {**infra_env, "DATABASE_URL": database_url, "REDIS_URL": redis_url}
     if os.environ.get("FUZZ_KEEP_DATABASE") != "1":
-        asyncio.run(_drop_database(postgres_server_url, name))
+        asyncio.run(drop_database(postgres_server_url, name))
     client = redis.Redis.from_url(redis_url)
     try:
         client.flushdb()
     finally:
         client.close()
-
-
-async def _drop_database(server_url: str, name: str) -> None:
-    connection = await asyncpg.connect(with_database(server_url, "postgres"))
-    try:
-        await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await connection.close()
 
 
 @pytest.fixture(scope="module")
