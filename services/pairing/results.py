@@ -162,8 +162,9 @@ class ResultDesk:
         """Apply the first result of each game, in arrival order; count the rest; never apply one twice.
 
         Two round trips to PostgreSQL whatever the batch: one read (our games), one statement that
-        records the events and applies the results of those it records first (a redelivered event
-        is recorded already, so its result changes nothing). `before_waking` is awaited before any
+        records the events and, of a game's results whose events it records first, applies the
+        first final word, else the first result (a redelivered event is recorded already: it
+        changes nothing and stands in no new event's way). `before_waking` is awaited before any
         tournament is woken.
         """
         if not incoming:
@@ -180,11 +181,9 @@ class ResultDesk:
                 raise ValueError(f"{CONSUMER}: event without an event id cannot be deduplicated")
             repeated = 0
             in_batch: dict[str, None] = {}
-            # Why an event applies nothing, counted once the statement says whether it was new
-            # (a redelivered event counts as a duplicate whatever it carries).
-            passed_over: list[tuple[IncomingResult, str, str]] = []
-            # The first result of each game in arrival order; a later one in the same batch is already late.
-            first: dict[str, tuple[IncomingResult, store.ResultRow]] = {}
+            invalid: list[tuple[IncomingResult, str]] = []
+            # Every result of the batch in arrival order, keyed by the decision it would record.
+            results: dict[str, tuple[IncomingResult, store.ResultRow]] = {}
             for item in ours:
                 if item.event_id in in_batch:
                     repeated += 1
@@ -195,43 +194,40 @@ class ResultDesk:
                 try:
                     scored, termination = item.decide(known[item.game_id])
                 except ValueError as error:
-                    passed_over.append((item, "invalid", str(error)))
+                    invalid.append((item, str(error)))
                     continue
-                if item.game_id in first:
-                    earlier = first[item.game_id][0]
-                    if not (item.source == events.GAME_FINISHED.name
-                            and earlier.source in store.PROVISIONAL_SOURCES):
-                        passed_over.append((item, "already_scored", ""))
-                        continue
-                    passed_over.append((earlier, "already_scored", ""))  # the provisional one, replaced just below
-                first[item.game_id] = (item, store.ResultRow(
+                decision = f"{item.source}:{item.event_id}"
+                results[decision] = (item, store.ResultRow(
                     item.game_id, scored.kind.value, scored.verdict.value, termination,
-                    scored.score.white_points, scored.score.black_points, scored.score.rated,
-                    f"{item.source}:{item.event_id}",
+                    scored.score.white_points, scored.score.black_points, scored.score.rated, decision,
                 ))
             done = store.AppliedResults({}, {}, [], frozenset())
             if in_batch:
                 done = await store.apply_results(connection, CONSUMER, list(in_batch), [
                     store.ResultToApply(row, item.event_id, item.source == events.GAME_FINISHED.name)
-                    for item, row in first.values()
+                    for item, row in results.values()
                 ], self.clock.now())
+        # A redelivered event counts as a duplicate whatever it carries; a new one that applied
+        # nothing was invalid or came after its game's result.
         duplicates = repeated + sum(1 for event_id in in_batch if event_id not in done.recorded)
-        for item, reason, problem in passed_over:
+        for item, problem in invalid:
             if item.event_id in done.recorded:
-                ignored[reason] += 1
-                if problem:
-                    log.warning("result ignored", extra={"game_id": item.game_id, "source": item.source,
-                                                         "error": problem})
+                ignored["invalid"] += 1
+                log.warning("result ignored", extra={"game_id": item.game_id, "source": item.source,
+                                                     "error": problem})
         applied: list[tuple[IncomingResult, store.Row]] = []
-        for game_id, (item, _) in first.items():
-            if game_id in done.scored:
-                applied.append((item, done.scored[game_id]))
-            elif game_id in done.corrected:
-                applied.append((item, done.corrected[game_id]))
-                self.metrics.results_corrected.labels(self.service, item.source).inc()
-                log.warning("provisional result replaced by the play site's", extra={"game_id": game_id})
-            elif item.event_id in done.recorded:
-                ignored["already_scored"] += 1
+        for row in done.scored.values():
+            applied.append((results[row["decided_by"]][0], row))
+        for game_id, row in done.corrected.items():
+            item = results[row["decided_by"]][0]
+            applied.append((item, row))
+            self.metrics.results_corrected.labels(self.service, item.source).inc()
+            log.warning("provisional result replaced by the play site's", extra={"game_id": game_id})
+        applied_decisions = {row["decided_by"] for _, row in applied}
+        late = sum(1 for decision, (item, _) in results.items()
+                   if item.event_id in done.recorded and decision not in applied_decisions)
+        if late:
+            ignored["already_scored"] += late
         service = self.metrics.service
         for reason, count in ignored.items():
             self.metrics.results_ignored.labels(service, reason).inc(count)

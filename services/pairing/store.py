@@ -233,7 +233,9 @@ async def apply_results(db: Executor, consumer: str, event_ids: Sequence[str],
     decision replaced is kept in `overruled`), and the tournaments touched whose every requested
     game now has a result are named. A result whose event was recorded before (a redelivery, or
     another replica meanwhile) changes nothing; `recorded` names the events recorded now.
-    `results` must name each game once.
+    `results` may hold several results of a game, in arrival order: of those recorded now, the
+    first final word is applied, else the first result (a redelivered event never stands in the
+    way of a new one, which only the statement knows apart).
     """
     rows = await db.fetch(
         """
@@ -241,11 +243,13 @@ async def apply_results(db: Executor, consumer: str, event_ids: Sequence[str],
             INSERT INTO processed_events (consumer, event_id) SELECT $1, unnest($2::text[])
             ON CONFLICT DO NOTHING RETURNING event_id
         ), chosen AS (
-            SELECT r.* FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[],
-                                   $9::int[], $10::bool[], $11::text[], $12::bool[])
+            SELECT DISTINCT ON (r.game_id) r.*
+            FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[],
+                        $9::int[], $10::bool[], $11::text[], $12::bool[]) WITH ORDINALITY
                 AS r(game_id, event_id, kind, result, termination, white_points, black_points, rated, decided_by,
-                     final)
+                     final, position)
             WHERE r.event_id IN (SELECT event_id FROM fresh)
+            ORDER BY r.game_id, r.final DESC, r.position
         ), scored AS (
             UPDATE games AS g SET finished = true, kind = r.kind, result = r.result, termination = r.termination,
                 white_points = r.white_points, black_points = r.black_points, rated = r.rated,

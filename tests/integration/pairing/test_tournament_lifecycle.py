@@ -228,6 +228,30 @@ async def test_the_play_sites_final_word_replaces_a_differing_flag(pairing, site
     assert metric(pairing, "arbiter_results_corrected_total", source="game.finished") == corrected_before + 1
 
 
+class DeskUnderTest:
+    """A ResultDesk of its own on the service's database and Redis, with metrics to read back."""
+
+    def __init__(self, pairing, redis, poke) -> None:
+        self.metrics = Metrics("pairing-batch-test")
+        self.results = ResultDesk(pairing.db, pairing.clock, BusyRegistry(redis, 600), WatchHub(redis),
+                                  PairingMetrics.create(self.metrics), poke, "pairing")
+
+    def ignored(self, reason: str) -> float:
+        """arbiter_results_ignored_total of one reason."""
+        return self.metrics.registry.get_sample_value(
+            "arbiter_results_ignored_total", {"service": self.metrics.service, "reason": reason}) or 0.0
+
+
+def finished(request: ev.GameRequested, result: int, event_id: str,
+             termination: int = common.TERMINATION_RESIGNATION) -> ev.GameFinished:
+    """The play site's GameFinished of a requested game, both players seated."""
+    event = ev.GameFinished(
+        game_id=request.game_id, white_id=request.white_id, black_id=request.black_id,
+        competition=request.competition, result=result, termination=termination, white_sat=True, black_sat=True)
+    event.meta.event_id = event_id
+    return event
+
+
 async def test_one_batch_with_a_flag_and_the_final_word_applies_once_even_delivered_again(pairing, site) -> None:
     """A batch that holds a game's flag and then its final word scores the final word (T-16..T-19), completes
     the round once, and the same batch delivered again (after a crash) changes nothing."""
@@ -239,21 +263,8 @@ async def test_one_batch_with_a_flag_and_the_final_word_applies_once_even_delive
     first, second, *others = sorted((requests[0] for requests in log.requests.values()), key=lambda r: r.game_id)
     redis = aioredis.from_url(pairing.settings.redis_url)
     woken: list[str] = []
-    metrics = Metrics("pairing-batch-test")
-    desk = ResultDesk(pairing.db, pairing.clock, BusyRegistry(redis, 600), WatchHub(redis),
-                      PairingMetrics.create(metrics), woken.append, "pairing")
-
-    def ignored(reason: str) -> float:
-        return metrics.registry.get_sample_value(
-            "arbiter_results_ignored_total", {"service": metrics.service, "reason": reason}) or 0.0
-
-    def finished(request: ev.GameRequested, result: int, event_id: str) -> ev.GameFinished:
-        event = ev.GameFinished(
-            game_id=request.game_id, white_id=request.white_id, black_id=request.black_id,
-            competition=request.competition, result=result, termination=common.TERMINATION_RESIGNATION,
-            white_sat=True, black_sat=True)
-        event.meta.event_id = event_id
-        return event
+    desk = DeskUnderTest(pairing, redis, woken.append)
+    ignored = desk.ignored
 
     flag = ev.ClockFlagged(game_id=first.game_id, loser_id=first.white_id, reason=common.TERMINATION_TIME)
     flag.meta.event_id = f"batch-flag-{first.game_id}"
@@ -267,7 +278,7 @@ async def test_one_batch_with_a_flag_and_the_final_word_applies_once_even_delive
                              result=common.GAME_RESULT_DRAW, termination=common.TERMINATION_DRAW_AGREED)
     batch.insert(1, from_finished(casual))
     try:
-        assert await desk.apply(batch) == "handled"
+        assert await desk.results.apply(batch) == "handled"
         rows = {r["game_id"]: r for r in await pairing.db.fetch(
             "SELECT * FROM games WHERE game_id = ANY($1::text[])", [first.game_id, second.game_id])}
         assert rows[first.game_id]["result"] == "white_wins" and rows[first.game_id]["decided_by"].startswith(
@@ -276,15 +287,46 @@ async def test_one_batch_with_a_flag_and_the_final_word_applies_once_even_delive
         assert woken == [tournament_id]  # the round is complete: its last results wake the scheduler once
         # The flag the final word replaced and the second game's later result came too late.
         assert ignored("already_scored") == 2
-        assert await desk.apply(batch) == "duplicate"
+        assert await desk.results.apply(batch) == "duplicate"
         again = {r["game_id"]: r for r in await pairing.db.fetch(
             "SELECT * FROM games WHERE game_id = ANY($1::text[])", [first.game_id, second.game_id])}
         assert again == rows and woken == [tournament_id]
         assert ignored("already_scored") == 2, "a redelivered event is a duplicate, not a late result"
         # A redelivered event ahead of a new one for the same game: only the new one is late.
         retry = finished(second, common.GAME_RESULT_WHITE_WINS, f"batch-retry-{second.game_id}")
-        assert await desk.apply([batch[2], batch[3], from_finished(retry)]) == "ignored"
+        assert await desk.results.apply([batch[2], batch[3], from_finished(retry)]) == "ignored"
         assert ignored("already_scored") == 3
         assert (await pairing.db.fetchval("SELECT result FROM games WHERE game_id = $1", second.game_id)) == "draw"
+    finally:
+        await redis.aclose()
+
+
+async def test_a_redelivered_final_word_does_not_stand_in_the_way_of_a_new_one(pairing, site) -> None:
+    """A game decided by a flag keeps it when the play site's final word agrees; a later, different final
+    word corrects it (T-16) even when it arrives behind the first one delivered again."""
+    entrants = [player("again") for _ in range(4)]
+    tournament_id = await open_tournament(pairing, site, entrants, Behaviour(hold=True))
+    log = site.logs[tournament_id]
+    await site.wait_for(lambda: len(log.requests) >= 4, 60, "round 1's games")
+    game = min((requests[0] for requests in log.requests.values()), key=lambda r: r.game_id)
+    redis = aioredis.from_url(pairing.settings.redis_url)
+    desk = DeskUnderTest(pairing, redis, lambda _tournament: None)
+
+    async def decided_by() -> tuple[str, str]:
+        row = await pairing.db.fetchrow("SELECT result, decided_by FROM games WHERE game_id = $1", game.game_id)
+        return row["result"], row["decided_by"]
+
+    flag = ev.ClockFlagged(game_id=game.game_id, loser_id=game.white_id, reason=common.TERMINATION_TIME)
+    flag.meta.event_id = f"again-flag-{game.game_id}"
+    agreeing = from_finished(finished(game, common.GAME_RESULT_BLACK_WINS, f"again-agree-{game.game_id}",
+                                      common.TERMINATION_TIME))
+    differing = from_finished(finished(game, common.GAME_RESULT_WHITE_WINS, f"again-differ-{game.game_id}"))
+    try:
+        assert await desk.results.apply([from_flag(flag)]) == "handled"
+        assert await desk.results.apply([agreeing]) == "ignored"
+        assert await decided_by() == ("black_wins", f"clock.flagged:{flag.meta.event_id}")
+        assert await desk.results.apply([agreeing, differing]) == "handled"
+        assert await decided_by() == ("white_wins", f"game.finished:{differing.event_id}")
+        assert desk.ignored("already_scored") == 1  # the agreeing word, once: its redelivery is a duplicate
     finally:
         await redis.aclose()
