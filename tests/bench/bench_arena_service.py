@@ -50,8 +50,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
-from aiokafka import AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka import AIOKafkaProducer
 
 from arbiter.contracts import arena_pb2 as ap
 from arbiter.contracts import common_pb2 as cm
@@ -64,7 +63,7 @@ from arbiter.kit.events import timestamp
 from arbiter.kit.kafka import ensure_topics, make_outbox_producer, outbox_publisher
 from arbiter.kit.outbox import OutboxRelay
 from arbiter.kit.runtime import connect, tune_garbage_collector
-from arbiter.simulator.bench import process_cpu_seconds
+from arbiter.simulator.bench import CommittedOffsets, process_cpu_seconds
 from services.arena.hot import HotStore
 from services.arena.lifecycle import Lifecycle
 from services.arena.main import MIGRATIONS
@@ -308,20 +307,13 @@ async def send_foreign(producer: AIOKafkaProducer, first: int, count: int) -> No
     await asyncio.gather(*sends)
 
 
-async def committed(admin: AIOKafkaAdminClient, group: str, topic: str) -> int:
-    """Records of `topic` the consumer group has committed, over all partitions."""
-    partitions = [TopicPartition(topic, i) for i in range(ArenaSettings.model_fields["kafka_partitions"].default)]
-    offsets = await admin.list_consumer_group_offsets(group, partitions=partitions)
-    return sum(max(0, meta.offset) for meta in offsets.values())
-
-
 async def run_foreign(args: argparse.Namespace, stack: SystemStack) -> None:
     """CPU per foreign game of the real arena service process: a backlog, idle, then a live feed."""
     await ensure_topics(stack.kafka_bootstrap, ArenaSettings.model_fields["kafka_partitions"].default)
     producer = AIOKafkaProducer(bootstrap_servers=stack.kafka_bootstrap, linger_ms=5, acks="all")
-    admin = AIOKafkaAdminClient(bootstrap_servers=stack.kafka_bootstrap)
+    offsets = CommittedOffsets(stack.kafka_bootstrap)
     await producer.start()
-    await admin.start()
+    await offsets.start()
     group = stack.consumer_group("arena")
     topic = events.GAME_FINISHED.name
     try:
@@ -335,7 +327,7 @@ async def run_foreign(args: argparse.Namespace, stack: SystemStack) -> None:
         last = (time.perf_counter(), service_cpu_seconds(pid), 0)
         deadline = time.perf_counter() + 300
         while time.perf_counter() < deadline:
-            done = await committed(admin, group, topic)
+            done = await offsets.total(group, topic)
             sample = (time.perf_counter(), service_cpu_seconds(pid), done)
             if first is None and done > 0:
                 first = sample
@@ -373,7 +365,7 @@ async def run_foreign(args: argparse.Namespace, stack: SystemStack) -> None:
                 await asyncio.sleep(tick)
             target = args.foreign_games + total
             settle = time.perf_counter() + 30
-            while await committed(admin, group, topic) < target and time.perf_counter() < settle:
+            while await offsets.total(group, topic) < target and time.perf_counter() < settle:
                 await asyncio.sleep(0.05)
             seconds = time.perf_counter() - begin
             cpu = service_cpu_seconds(pid) - cpu_begin
@@ -382,7 +374,7 @@ async def run_foreign(args: argparse.Namespace, stack: SystemStack) -> None:
                   f" {cpu:.2f} s = {cpu / seconds * 100:.1f}% of a core = {cpu / total * 1e6:.1f} us per game"
                   f" ({net / total * 1e6:.1f} us net of idle)")
     finally:
-        await admin.close()
+        await offsets.stop()
         await producer.stop()
 
 
