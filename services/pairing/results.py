@@ -223,9 +223,8 @@ class ResultDesk:
             applied.append((item, row))
             self.metrics.results_corrected.labels(self.service, item.source).inc()
             log.warning("provisional result replaced by the play site's", extra={"game_id": game_id})
-        applied_decisions = {row["decided_by"] for _, row in applied}
-        late = sum(1 for decision, (item, _) in results.items()
-                   if item.event_id in done.recorded and decision not in applied_decisions)
+        # Every result applied is one of those recorded now: the rest of them came after their game's.
+        late = sum(1 for item, _ in results.values() if item.event_id in done.recorded) - len(applied)
         if late:
             ignored["already_scored"] += late
         service = self.metrics.service

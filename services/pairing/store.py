@@ -244,6 +244,7 @@ async def apply_results(db: Executor, consumer: str, event_ids: Sequence[str],
             INSERT INTO processed_events (consumer, event_id) SELECT $1, unnest($2::text[])
             ON CONFLICT DO NOTHING RETURNING event_id
         ), chosen AS (
+            -- The play site's final word outranks a provisional result (T-16..T-19), then arrival order.
             SELECT DISTINCT ON (r.game_id) r.*
             FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[],
                         $9::int[], $10::bool[], $11::text[], $12::bool[]) WITH ORDINALITY
