@@ -90,6 +90,7 @@ SERVICE_PANELS: dict[str, tuple[Panel, ...]] = {
             Query(f"sum(rate(arbiter_busy_forfeits_total{{$sel}}{RATE}))", "busy forfeits (T-18)"),
             Query(f"sum(rate(arbiter_pairing_fallbacks_total{{$sel}}{RATE}))", "Swiss fallbacks"),
             Query(f"sum by (step) (rate(arbiter_tournament_step_errors_total{{$sel}}{RATE}))", "step errors {{step}}"),
+            Query(f"sum(rate(arbiter_busy_registry_rebuilds_total{{$sel}}{RATE}))", "busy registry rebuilds"),
         ), unit="ops"),
     ),
     "clock": (

@@ -22,7 +22,7 @@ from arbiter.kit.logs import configure_logging
 from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
 from arbiter.kit.timers import TimerPoller
-from services.pairing.busy import BusyRegistry
+from services.pairing.busy import BusyRebuild, BusyRegistry
 from services.pairing.clients import OpeningsClient, RatingsClient
 from services.pairing.director import CLOSE_TIMER, START_TIMER, Director
 from services.pairing.metrics import PairingMetrics
@@ -50,6 +50,9 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
         if settings.pairing_processes else None
     )
     busy = BusyRegistry(infra.redis, settings.busy_ttl_seconds)
+    busy_rebuild = BusyRebuild(busy, infra.pool, settings, metrics.busy_rebuilds, SERVICE,
+                               check_seconds=settings.busy_check_seconds,
+                               lease_seconds=settings.busy_rebuild_lease_seconds)
     hub = WatchHub(infra.redis, max_queued=settings.watch_max_queued, max_watchers=settings.watch_max_watchers)
     ratings = RatingsClient(rating_channel, settings.call_timeout_seconds)
     director = Director(
@@ -76,7 +79,7 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
         )
     ]
     try:
-        await ServiceRuntime(infra, grpc_services, background=[timers.run, director.run]).run(stop)
+        await ServiceRuntime(infra, grpc_services, background=[timers.run, director.run, busy_rebuild.run]).run(stop)
     finally:
         await openings_channel.close()
         await rating_channel.close()

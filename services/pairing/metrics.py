@@ -24,6 +24,7 @@ class PairingMetrics:
     results_ignored: Counter
     results_corrected: Counter
     busy_forfeits: Counter
+    busy_rebuilds: Counter
     pairing_fallbacks: Counter
     advance_errors: Counter
     result_age: Histogram
@@ -54,6 +55,10 @@ class PairingMetrics:
                 "Results not applied: unknown_game, already_scored, invalid", ("reason",),
             ),
             busy_forfeits=metrics.counter("arbiter_busy_forfeits_total", "Round games forfeited as busy (T-18)"),
+            busy_rebuilds=metrics.counter(
+                "arbiter_busy_registry_rebuilds_total",
+                "Times the busy registry (T-18) was replayed from the game topics after Redis lost it",
+            ),
             pairing_fallbacks=metrics.counter(
                 "arbiter_pairing_fallbacks_total", "Swiss rounds paired by the fallback, not py4swiss (T-13)"
             ),

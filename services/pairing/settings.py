@@ -26,6 +26,12 @@ class PairingSettings(WatchSettings):
     pairing_processes: int = Field(default=0, ge=0)
     # Real seconds a player stays "playing" in the busy registry without news of the game (T-18).
     busy_ttl_seconds: int = Field(default=86400, ge=60)
+    # How often (real seconds) a replica checks that Redis still holds the whole busy registry; when
+    # it does not, one replica replays the last busy_ttl_seconds of the game topics into it.
+    busy_check_seconds: float = Field(default=5.0, gt=0)
+    # A replica rebuilding the registry holds the job this long at most (real seconds): if it dies,
+    # another takes the job over after that.
+    busy_rebuild_lease_seconds: int = Field(default=600, ge=10)
     # Events per batch from game.finished and game.started: a batch costs two round trips whatever
     # its size, so when a whole round finishes at once larger batches take the results in sooner
     # (5,000 at once: 2,076/s at 500, 2,314-2,416/s at 2,000; issue 9 note). Steady load makes small

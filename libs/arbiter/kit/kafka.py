@@ -237,6 +237,64 @@ async def topic_partitions(consumer: AIOKafkaConsumer, topics: Sequence[str],
     return found
 
 
+async def read_window(settings: KitSettings, topic: Topic, since_ms: int, until_ms: int, handle: BatchHandler,
+                      *, client_id: str, max_records: int = 2000, patience_polls: int = 20) -> int:
+    """Pass `topic`'s records stamped in [since_ms, until_ms) to `handle` in batches, in no group; return how many.
+
+    For rebuilding state that lives outside the log (a lost cache) while the service's own
+    consumers go on: records stamped from `until_ms` on are theirs. Each partition starts where
+    the broker's time index puts `since_ms` and is read until a record stamped `until_ms` or later
+    shows up, or a poll finds nothing more in it. Records are filtered by their own stamp too, as
+    tansu's time index answers the start of the partition for most times.
+    """
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.kafka_bootstrap_servers, client_id=client_id, group_id=None,
+        enable_auto_commit=False, auto_offset_reset="earliest", request_timeout_ms=30_000,
+        fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+    )
+    await consumer.start()
+    try:
+        partitions = await topic_partitions(consumer, [topic.name])
+        if not partitions:
+            return 0
+        consumer.assign(partitions)
+        ends = await consumer.end_offsets(partitions)
+        starts = await consumer.offsets_for_times({tp: since_ms for tp in partitions})
+        for tp in partitions:
+            found = starts.get(tp)
+            consumer.seek(tp, found.offset if found is not None else ends[tp])
+        reading = set(partitions)
+        passed = 0
+        idle_polls = 0
+        while reading:
+            fetched = await consumer.getmany(timeout_ms=500, max_records=max_records)
+            events: list[Message] = []
+            for tp, records in fetched.items():
+                for record in records:
+                    if record.timestamp >= until_ms:
+                        reading.discard(tp)
+                        consumer.pause(tp)
+                        break
+                    if record.timestamp >= since_ms:
+                        events.append(topic.decode(record.value or b""))
+            if events:
+                await handle(events)
+                passed += len(events)
+            if fetched:
+                idle_polls = 0
+                continue
+            # Nothing came: a partition at its end offset is done. tansu's end offset can stop short
+            # of its last batch (devstack.chaos.true_ends), which an earlier poll has then read.
+            reading = {tp for tp in reading if await consumer.position(tp) < ends[tp]}
+            idle_polls += 1
+            if reading and idle_polls >= patience_polls:
+                raise TimeoutError(f"{topic.name}: partitions {sorted(tp.partition for tp in reading)} "
+                                   f"stopped short of their end offsets")
+        return passed
+    finally:
+        await consumer.stop()
+
+
 async def ensure_topics(bootstrap_servers: str, partitions: int, topics: Sequence[Topic] = ALL_TOPICS) -> None:
     """Create the topics that do not exist yet (idempotent, safe with replicas starting together)."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=30_000)

@@ -1,12 +1,31 @@
-"""T-18's busy registry on real Redis: whole batches per script call, a late start never re-adds a player."""
+"""T-18's busy registry on real Redis: whole batches per script call, a late start never re-adds a player,
+and a registry Redis lost is replayed from the real game topics."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+import pytest
 import redis.asyncio as aioredis
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
 
-from services.pairing.busy import BusyRegistry
+from arbiter.contracts import common_pb2 as common
+from arbiter.contracts import events_pb2 as ev
+from arbiter.devstack.processes import free_port
+from arbiter.kit.db import create_pool, migrate, migrations_in
+from arbiter.kit.metrics import Metrics
+from arbiter.kit.settings import KitSettings
+from services.pairing.busy import BusyRebuild, BusyRegistry
+from services.pairing.main import MIGRATIONS as PAIRING_MIGRATIONS
+from services.pairing.metrics import PairingMetrics
 
 
 async def test_players_are_busy_between_start_and_finish_of_any_game(redis_url) -> None:
@@ -33,3 +52,153 @@ async def test_players_are_busy_between_start_and_finish_of_any_game(redis_url) 
         for start in range(0, len(keys), 500):
             await client.delete(*keys[start:start + 500])
         await client.aclose()
+
+
+# -- rebuilding after Redis lost the registry -------------------------------------------------------
+
+TTL_SECONDS = 3600
+
+
+def _other_database(redis_url: str, db: int) -> str:
+    """The same Redis server, another database: the registry's marker there is this test's alone."""
+    parts = urlsplit(redis_url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{db}", parts.query, parts.fragment))
+
+
+@pytest.fixture
+async def rebuild_stage(infra_env: dict[str, str], database_url: str) -> AsyncIterator[SimpleNamespace]:
+    """A registry on a Redis database of its own and a pairing schema of its own, for BusyRebuild."""
+    client = aioredis.from_url(_other_database(infra_env["REDIS_URL"], 9))
+    await client.flushdb()
+    schema = f"pairing_busy_{uuid.uuid4().hex[:8]}"
+    pool = await create_pool(database_url, schema, max_size=2)
+    await migrate(pool, schema, migrations_in(PAIRING_MIGRATIONS, "pairing"))
+    settings = KitSettings(
+        kafka_bootstrap_servers=infra_env["KAFKA_BOOTSTRAP_SERVERS"], redis_url=infra_env["REDIS_URL"],
+        database_url=database_url, grpc_port=0, metrics_port=0, kafka_fetch_max_wait_ms=50,
+    )
+    metrics = PairingMetrics.create(Metrics("pairing-busy-test"))
+    registry = BusyRegistry(client, ttl_seconds=TTL_SECONDS)
+
+    def rebuild(settings: KitSettings = settings, check_seconds: float = 0.2) -> BusyRebuild:
+        return BusyRebuild(registry, pool, settings, metrics.busy_rebuilds, "pairing-busy-test",
+                           check_seconds=check_seconds, lease_seconds=60)
+
+    try:
+        yield SimpleNamespace(registry=registry, redis=client, pool=pool, settings=settings, rebuild=rebuild,
+                              rebuilds=lambda: metrics.busy_rebuilds.labels("pairing-busy-test")._value.get())
+    finally:
+        await client.flushdb()
+        await client.aclose()
+        async with pool.acquire() as connection:
+            await connection.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await pool.close()
+
+
+async def _round_games(pool, tag: str, games: list[tuple[str, str, str, bool]]) -> None:
+    """A running tournament of ours holding (game id, white, black, decided here) round games."""
+    now = datetime.now(UTC)
+    tournament_id = f"t_{tag}"
+    await pool.execute(
+        "INSERT INTO tournaments (id, creator_id, name, variant, base_seconds, increment_seconds, speed, threshold,"
+        " capacity, minimum_entrants, starts_at, duration_minutes, closes_at, private, rated, opening_mode,"
+        " home_and_away, extra_round, settings, state, created_at)"
+        " VALUES ($1, 'creator', 'busy', 'brazilian', 180, 2, 'blitz', 12, 64, 2, $2, 60, $2, false, true, 'none',"
+        " false, false, ''::bytea, 'running', $2)", tournament_id, now)
+    for board, (game_id, white, black, decided) in enumerate(games, start=1):
+        await pool.execute(
+            "INSERT INTO games (game_id, tournament_id, round, board, leg, white_id, black_id, requested, finished,"
+            " result, decided_by) VALUES ($1, $2, 1, $3, 1, $4, $5, true, $6, $7, $8)",
+            game_id, tournament_id, board, white, black, decided, "white_wins" if decided else None,
+            f"clock.flagged:flag-{game_id}" if decided else None)
+
+
+async def _publish(bootstrap: str, records: list[tuple[str, Any, int]]) -> None:
+    """(topic, event, timestamp ms) records onto the session's real topics."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        for topic, event, stamp in records:
+            await producer.send_and_wait(topic, event.SerializeToString(), key=event.game_id.encode(),
+                                         timestamp_ms=stamp)
+    finally:
+        await producer.stop()
+
+
+async def _site_history(stage: SimpleNamespace) -> dict[str, tuple[str, str]]:
+    """Games of every kind in the game topics and pairing's tables; {name: its two players}."""
+    tag = uuid.uuid4().hex[:8]
+    seats = {name: (f"{tag}-{name}-w", f"{tag}-{name}-b") for name in
+             ("running", "over", "started_after_end", "decided_here", "ours_running", "too_old")}
+    game = {name: f"t_{tag}-r1-b{i}-g1" if name in ("decided_here", "ours_running") else f"casual-{tag}-{name}"
+            for i, name in enumerate(seats, start=1)}
+    now = int(time.time() * 1000)
+    started = {name: ev.GameStarted(game_id=game[name], white_id=white, black_id=black)
+               for name, (white, black) in seats.items()}
+    ended = {name: ev.GameFinished(game_id=game[name], white_id=seats[name][0], black_id=seats[name][1],
+                                   result=common.GAME_RESULT_DRAW) for name in ("over", "started_after_end")}
+    await _round_games(stage.pool, tag, [(game["decided_here"], *seats["decided_here"], True),
+                                         (game["ours_running"], *seats["ours_running"], False)])
+    await _publish(stage.settings.kafka_bootstrap_servers, [
+        ("game.started", started["too_old"], now - (TTL_SECONDS + 600) * 1000),
+        ("game.started", started["running"], now - 5_000),
+        ("game.started", started["over"], now - 5_000),
+        ("game.finished", ended["over"], now - 4_000),
+        # The end was published before the start (two topics: the play site gives no order between them).
+        ("game.finished", ended["started_after_end"], now - 3_000),
+        ("game.started", started["started_after_end"], now - 2_000),
+        ("game.started", started["decided_here"], now - 2_000),
+        ("game.started", started["ours_running"], now - 2_000),
+    ])
+    return seats
+
+
+async def test_a_lost_registry_is_replayed_from_the_game_topics_and_marked_whole(rebuild_stage) -> None:
+    """T-18 after Redis lost its data: games still running make their players busy again, none other does."""
+    seats = await _site_history(rebuild_stage)
+    players = [p for pair in seats.values() for p in pair]
+    assert not await rebuild_stage.registry.whole()
+    assert await rebuild_stage.registry.busy(players) == set()
+
+    assert await rebuild_stage.rebuild().rebuild()
+    assert await rebuild_stage.registry.whole()
+    assert await rebuild_stage.registry.busy(players) == {*seats["running"], *seats["ours_running"]}
+    assert rebuild_stage.rebuilds() == 1
+    # A replay over a registry that holds it already (two replicas, a lapsed claim) changes nothing.
+    assert await rebuild_stage.rebuild().rebuild()
+    assert await rebuild_stage.registry.busy(players) == {*seats["running"], *seats["ours_running"]}
+
+
+async def test_the_watch_rebuilds_after_a_flush_and_one_replica_at_a_time(rebuild_stage) -> None:
+    seats = await _site_history(rebuild_stage)
+    stop = asyncio.Event()
+    watch = asyncio.create_task(rebuild_stage.rebuild().run(stop))
+    try:
+        async def until_whole() -> None:
+            while not await rebuild_stage.registry.whole():
+                await asyncio.sleep(0.1)
+
+        await asyncio.wait_for(until_whole(), 60)
+        assert await rebuild_stage.registry.busy(seats["running"]) == set(seats["running"])
+        await rebuild_stage.redis.flushdb()  # Redis restarted without persistence
+        assert await rebuild_stage.registry.busy(seats["running"]) == set()
+        await asyncio.wait_for(until_whole(), 60)
+        assert await rebuild_stage.registry.busy(seats["running"]) == set(seats["running"])
+        assert rebuild_stage.rebuilds() == 2
+    finally:
+        stop.set()
+        await asyncio.wait_for(watch, 30)
+
+    # Another replica's claim: this one leaves the job to it and marks nothing.
+    await rebuild_stage.redis.flushdb()
+    assert await rebuild_stage.registry.claim_rebuild("another replica", 60)
+    assert not await rebuild_stage.rebuild().rebuild()
+    assert not await rebuild_stage.registry.whole() and rebuild_stage.rebuilds() == 2
+
+
+async def test_a_failed_rebuild_gives_its_claim_up_and_marks_nothing(rebuild_stage) -> None:
+    unreachable = rebuild_stage.settings.model_copy(update={"kafka_bootstrap_servers": f"127.0.0.1:{free_port()}"})
+    with pytest.raises(KafkaError):
+        await rebuild_stage.rebuild(unreachable).rebuild()
+    assert not await rebuild_stage.registry.whole() and rebuild_stage.rebuilds() == 0
+    assert await rebuild_stage.registry.claim_rebuild("the next try", 60)
