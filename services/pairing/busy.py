@@ -5,14 +5,17 @@ ours, and by the results this service applies itself (a flag or an abandon may a
 the play site's game.finished). A game marked over is never added again, so a game.started
 that arrives after the game's end cannot leave a player "busy" for ever.
 
-Redis may lose the registry (a restart without persistence, a flush, a failover). A marker key
-says it is whole; while the marker is missing, `BusyRebuild` replays the registry's window of
-game.finished, then of game.started, and sets the marker again. Ends go first so that a
-start replayed while the rounds go on never shows a player busy in a game already over: until the
-replay is done, a player may look free who is not, never the other way round (a free player
-wrongly forfeited is the worse error). Round games this service decided itself (a flag, an abandonment,
-T-15's close) are looked up in PostgreSQL as their starts are replayed. The replay goes through
-the same scripts as live events, which stay consumed meanwhile: their order does not matter.
+Redis may lose the registry (a restart, a flush, a failover to another server). A marker key
+names the server that holds it whole; while the marker is missing or names another server,
+`BusyRebuild` replays the registry's window of game.finished, then of game.started, each start
+counting for ttl from when it was published, as it did live; then it sets the marker again.
+Ends go first so that a start replayed while the rounds go on never shows a player busy in a
+game already over: until the replay is done, a player may look free who is not, never the other
+way round (a free player wrongly forfeited is the worse error). Round games this service decided
+itself (a flag, an abandonment, T-15's close) are looked up in PostgreSQL as their starts are
+replayed. The replay goes through scripts like the live events', which stay consumed meanwhile:
+their order does not matter. The registry's keys expire, so Redis must not evict keys under
+memory pressure (`maxmemory-policy noeviction`), which the marker could not tell.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from collections.abc import Iterable, Sequence
 
 import asyncpg
 import redis.asyncio as aioredis
-from aiokafka.errors import KafkaError
 from prometheus_client import Counter
 from redis.exceptions import RedisError
 
@@ -40,7 +42,8 @@ log = logging.getLogger(__name__)
 
 _PLAYING = "pairing:playing:"
 _OVER = "pairing:over:"
-# Set once the registry holds every game of its window; Redis losing its data loses it too.
+# Names the Redis server (its run_id) that held the whole registry when it was last rebuilt: a
+# restart, a flush or a failover to another server leaves it missing or naming another server.
 # Both keys share the {busy} hash tag: one script changes the two (Redis Cluster, deploy/k8s/README.md).
 _WHOLE = "pairing:{busy}:whole"
 # Held by the replica rebuilding the registry, so that replicas do not all replay the topics.
@@ -73,10 +76,43 @@ for i = 1, #ARGV - 1 do
 end
 return 1
 """
-# KEYS: the rebuild claim, the marker; ARGV: the claimant. The marker is set only by the claim's holder.
+# A replayed start: as _START, but each player's set lives until its game's start + ttl (as it
+# would have live), or longer if the set already does. KEYS as _START's; ARGV: per game its id
+# and the Unix second its start stops counting. A set made here has no ttl yet (-1).
+_REPLAYED_START = """
+for i = 1, #KEYS / 3 do
+    local game_id = ARGV[2 * i - 1]
+    local expire_at = ARGV[2 * i]
+    if redis.call('EXISTS', KEYS[3 * i - 2]) == 0 then
+        for _, key in ipairs({KEYS[3 * i - 1], KEYS[3 * i]}) do
+            redis.call('SADD', key, game_id)
+            if redis.call('TTL', key) == -1 then
+                redis.call('EXPIREAT', key, expire_at)
+            else
+                redis.call('EXPIREAT', key, expire_at, 'GT')
+            end
+        end
+    end
+end
+return 1
+"""
+# KEYS: the rebuild claim; ARGV: the claimant, the lease in seconds. Taken if free, renewed if the
+# claimant's (a replica that failed after its replay can take its own claim again).
+_CLAIM = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+    redis.call('EXPIRE', KEYS[1], ARGV[2])
+    return 1
+end
+if holder then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return 1
+"""
+# KEYS: the rebuild claim, the marker; ARGV: the claimant, the server's run_id. Only the claim's
+# holder sets the marker: a claim lost meanwhile (lapsed, or Redis lost it too) marks nothing.
 _MARK_WHOLE = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[2], ARGV[1])
+redis.call('SET', KEYS[2], ARGV[2])
 redis.call('DEL', KEYS[1])
 return 1
 """
@@ -93,6 +129,8 @@ return counts
 """
 # Games per script call: a call blocks Redis while it runs, so a huge batch is cut in slices.
 _GAMES_PER_CALL = 500
+# The longest pause between two tries of a failing check or rebuild.
+_LONGEST_RETRY_SECONDS = 60.0
 
 GameSeats = tuple[str, str, str]  # game id, white id, black id
 
@@ -106,6 +144,8 @@ class BusyRegistry:
         self._start = redis.register_script(_START)
         self._finish = redis.register_script(_FINISH)
         self._counts = redis.register_script(_COUNTS)
+        self._replayed_start = redis.register_script(_REPLAYED_START)
+        self._claim = redis.register_script(_CLAIM)
         self._mark_whole = redis.register_script(_MARK_WHOLE)
         self._release = redis.register_script(_RELEASE)
 
@@ -117,17 +157,33 @@ class BusyRegistry:
         """Both players of each game are free of it, now and if its start arrives late."""
         await self._run(self._finish, games)
 
+    async def replayed_starts(self, games: Sequence[tuple[GameSeats, int]]) -> None:
+        """As `started`, for (seats, Unix second of the start) replayed: each start counts until then + ttl."""
+        now = time.time()
+        live = [(seats, int(at) + self.ttl_seconds) for seats, at in games if at + self.ttl_seconds > now + 1]
+        for start in range(0, len(live), _GAMES_PER_CALL):
+            chunk = live[start:start + _GAMES_PER_CALL]
+            keys = [key for (game_id, white, black), _ in chunk
+                    for key in (_OVER + game_id, _PLAYING + white, _PLAYING + black)]
+            args = [value for (game_id, _, _), expire_at in chunk for value in (game_id, expire_at)]
+            await self._replayed_start(keys=keys, args=args)  # type: ignore[misc]
+
     async def whole(self) -> bool:
-        """Whether the registry is known to hold every game of its window (no data lost since its last rebuild)."""
-        return bool(await self.redis.exists(_WHOLE))
+        """Whether this Redis server has held the whole registry since its last rebuild (nothing lost meanwhile)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.get(_WHOLE)
+            pipe.info("server")
+            marker, server = await pipe.execute()
+        return marker is not None and marker.decode() == server["run_id"]
 
     async def claim_rebuild(self, claimant: str, lease_seconds: int) -> bool:
-        """Take the rebuild for `claimant` unless another holds it; the claim lapses after `lease_seconds`."""
-        return bool(await self.redis.set(_REBUILDING, claimant, nx=True, ex=lease_seconds))
+        """Take or renew the rebuild claim for `claimant` (a lease of `lease_seconds`); False while another holds it."""
+        return bool(await self._claim(keys=[_REBUILDING], args=[claimant, lease_seconds]))  # type: ignore[misc]
 
     async def mark_whole(self, claimant: str) -> bool:
-        """Set the marker and drop the claim, if `claimant` still holds it (else a later rebuild is under way)."""
-        return bool(await self._mark_whole(keys=[_REBUILDING, _WHOLE], args=[claimant]))  # type: ignore[misc]
+        """Mark the registry whole on this server and drop the claim, if `claimant` still holds it."""
+        run_id = (await self.redis.info("server"))["run_id"]
+        return bool(await self._mark_whole(keys=[_REBUILDING, _WHOLE], args=[claimant, run_id]))  # type: ignore[misc]
 
     async def release_rebuild(self, claimant: str) -> None:
         """Give up the rebuild if `claimant` holds it, so that the next check tries again at once."""
@@ -150,6 +206,10 @@ class BusyRegistry:
             await script(keys=keys, args=[self.ttl_seconds, *game_ids])  # type: ignore[operator]
 
 
+class RebuildOvertaken(RuntimeError):
+    """The claim lapsed during a replay and another replica holds it now: that one finishes the job."""
+
+
 class BusyRebuild:
     """Watches the registry's marker and, when Redis has lost it, replays the game topics into it."""
 
@@ -167,52 +227,74 @@ class BusyRebuild:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Check the marker every `check_seconds` and rebuild when it is missing, until `stop` is set."""
+        failures = 0
         while not stop.is_set():
             try:
                 if not await self.registry.whole():
                     await self.rebuild()
-            except (OSError, RedisError, KafkaError, asyncpg.PostgresError, TimeoutError) as error:
-                log.warning("busy registry check or rebuild failed, retrying", extra={"error": repr(error)})
-            await pause(stop, self.check_seconds)
+                failures = 0
+            except Exception:
+                # Whatever failed (Redis, Kafka, PostgreSQL, a bad record), the service goes on serving
+                # (a background task that raises stops it) and tries again, less often while it fails.
+                failures += 1
+                log.exception("busy registry check or rebuild failed, retrying", extra={"failures": failures})
+            await pause(stop, min(self.check_seconds * 2 ** failures, _LONGEST_RETRY_SECONDS))
 
     async def rebuild(self) -> bool:
-        """Replay the registry's window of game events into it and mark it whole; False if another replica is on it."""
+        """Replay the registry's window of game events into it and mark it whole; False if another replica did."""
         if not await self.registry.claim_rebuild(self.claimant, self.lease_seconds):
             return False
         started = time.monotonic()
         try:
+            if await self.registry.whole():  # another replica finished just before the claim was free
+                await self.registry.release_rebuild(self.claimant)
+                return False
             replayed = await self._replay()
+            marked = await self.registry.mark_whole(self.claimant)
+        except RebuildOvertaken:
+            log.warning("busy registry rebuild overtaken by another replica (its lease lapsed)")
+            return False
         except BaseException:
             try:
                 await asyncio.shield(self.registry.release_rebuild(self.claimant))
             except (OSError, RedisError) as error:  # the claim then lapses with its lease
                 log.warning("could not give up the busy registry rebuild", extra={"error": repr(error)})
             raise
-        marked = await self.registry.mark_whole(self.claimant)
+        if not marked:
+            log.warning("busy registry replayed but not marked whole: the claim was lost meanwhile",
+                        extra={"events": replayed})
+            return False
         self.rebuilds.labels(self.service).inc()
-        log.info("busy registry rebuilt", extra={"events": replayed, "seconds": round(time.monotonic() - started, 2),
-                                                 "marked_whole": marked})
+        log.info("busy registry rebuilt", extra={"events": replayed, "seconds": round(time.monotonic() - started, 2)})
         return True
 
     async def _replay(self) -> int:
         # Kafka stamps records in real time, and the registry's ttl is real seconds too.
-        until_ms = int(time.time() * 1000)
-        since_ms = until_ms - self.registry.ttl_seconds * 1000
+        since_ms = int(time.time() * 1000) - self.registry.ttl_seconds * 1000
         client_id = f"arbiter-{self.service}-busy-rebuild"
-        ended = await read_window(self.settings, events.GAME_FINISHED, since_ms, until_ms,
-                                  self._finished, client_id=client_id)  # type: ignore[arg-type]
-        started = await read_window(self.settings, events.GAME_STARTED, since_ms, until_ms,
-                                    self._started, client_id=client_id)  # type: ignore[arg-type]
+        ended = await read_window(self.settings, events.GAME_FINISHED, since_ms, self._finished, client_id=client_id)
+        started = await read_window(self.settings, events.GAME_STARTED, since_ms, self._started, client_id=client_id)
         return ended + started
 
-    async def _finished(self, batch: list[ev.GameFinished]) -> None:
-        await self.registry.finished([(e.game_id, e.white_id, e.black_id) for e in batch if e.white_id and e.black_id])
+    async def _renew(self) -> None:
+        if not await self.registry.claim_rebuild(self.claimant, self.lease_seconds):
+            raise RebuildOvertaken()
 
-    async def _started(self, batch: list[ev.GameStarted]) -> None:
-        seats = [(e.game_id, e.white_id, e.black_id) for e in batch if e.white_id and e.black_id]
-        if not seats:
+    async def _finished(self, batch: list[tuple[int, ev.GameFinished]]) -> None:
+        await self._renew()
+        await self.registry.finished(game_seats(event for _, event in batch))
+
+    async def _started(self, batch: list[tuple[int, ev.GameStarted]]) -> None:
+        await self._renew()
+        starts = [(seats, stamp / 1000) for stamp, event in batch for seats in game_seats((event,))]
+        if not starts:
             return
-        decided_here = [row for row in (await store.our_games(self.pool, [g for g, _, _ in seats])).values()
-                        if row["finished"]]
-        await self.registry.finished([(row["game_id"], row["white_id"], row["black_id"]) for row in decided_here])
-        await self.registry.started(seats)
+        ours = await store.our_games(self.pool, [game_id for (game_id, _, _), _ in starts])
+        await self.registry.finished([(row["game_id"], row["white_id"], row["black_id"])
+                                      for row in ours.values() if row["finished"]])
+        await self.registry.replayed_starts(starts)
+
+
+def game_seats(games: Iterable[ev.GameStarted | ev.GameFinished]) -> list[GameSeats]:
+    """The seats of the games whose two players are named (a casual game may name none)."""
+    return [(game.game_id, game.white_id, game.black_id) for game in games if game.white_id and game.black_id]

@@ -38,7 +38,7 @@ from arbiter.contracts import events_pb2 as ev
 from arbiter.kit import events
 from arbiter.kit.timesource import TimeSource
 from services.pairing import store
-from services.pairing.busy import BusyRegistry
+from services.pairing.busy import BusyRegistry, game_seats
 from services.pairing.convert import VERDICT, ending_of, game_record, termination_name
 from services.pairing.metrics import PairingMetrics
 from services.pairing.watch import WatchHub
@@ -126,14 +126,13 @@ class ResultDesk:
 
     async def on_started(self, batch: list[ev.GameStarted]) -> str:
         """Both players of any game of the site are now playing (T-18)."""
-        await self.busy.started([(e.game_id, e.white_id, e.black_id) for e in batch if e.white_id and e.black_id])
+        await self.busy.started(game_seats(batch))
         return "handled"
 
     async def on_finished(self, batch: list[ev.GameFinished]) -> str:
         """Free both players of any game (before the next round is looked at); score ours."""
         # Redis frees the players while PostgreSQL scores the games: apply waits for it before waking anyone.
-        freeing = asyncio.ensure_future(self.busy.finished(
-            [(e.game_id, e.white_id, e.black_id) for e in batch if e.white_id and e.black_id]))
+        freeing = asyncio.ensure_future(self.busy.finished(game_seats(batch)))
         try:
             mine = [e for e in batch if e.competition.kind in (common.COMPETITION_KIND_TOURNAMENT,
                                                                common.COMPETITION_KIND_UNSPECIFIED)]

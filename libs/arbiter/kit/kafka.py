@@ -15,7 +15,7 @@ from aiokafka.partitioner import DefaultPartitioner
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker
 from faststream.kafka.prometheus import KafkaPrometheusMiddleware
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 
 from arbiter.kit.events import ALL_TOPICS, Topic
 from arbiter.kit.metrics import Metrics
@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 Outcome = str
 SingleHandler = Callable[[Message], Awaitable[Outcome | None]]
 BatchHandler = Callable[[list[Message]], Awaitable[Outcome | None]]
+# Records with their Kafka timestamps (ms), for reads that care when each was published.
+StampedHandler = Callable[[list[tuple[int, Any]]], Awaitable[None]]
 # A failing handler is retried from the same offset; the pause keeps a poison event from spinning.
 RETRY_PAUSE_SECONDS = 0.5
 
@@ -237,15 +239,14 @@ async def topic_partitions(consumer: AIOKafkaConsumer, topics: Sequence[str],
     return found
 
 
-async def read_window(settings: KitSettings, topic: Topic, since_ms: int, until_ms: int, handle: BatchHandler,
-                      *, client_id: str, max_records: int = 2000, patience_polls: int = 20) -> int:
-    """Pass `topic`'s records stamped in [since_ms, until_ms) to `handle` in batches, in no group; return how many.
+async def read_window(settings: KitSettings, topic: Topic, since_ms: int, handle: StampedHandler, *,
+                      client_id: str, max_records: int = 2000, patience_polls: int = 20) -> int:
+    """Pass `topic`'s records stamped from `since_ms` to its end now, with their stamps, to `handle`; return how many.
 
-    For rebuilding state that lives outside the log (a lost cache) while the service's own
-    consumers go on: records stamped from `until_ms` on are theirs. Each partition starts where
-    the broker's time index puts `since_ms` and is read until a record stamped `until_ms` or later
-    shows up, or a poll finds nothing more in it. Records are filtered by their own stamp too, as
-    tansu's time index answers the start of the partition for most times.
+    For rebuilding state kept outside the log (a lost cache) while the service's consumers go
+    on: they take what comes after the end offsets read here. The last fetch of a partition
+    may bring a few later records along, which an idempotent handler absorbs; no upper bound
+    on stamps is drawn, as producers' clocks need not agree with ours. Read outside any group.
     """
     consumer = AIOKafkaConsumer(
         bootstrap_servers=settings.kafka_bootstrap_servers, client_id=client_id, group_id=None,
@@ -258,35 +259,44 @@ async def read_window(settings: KitSettings, topic: Topic, since_ms: int, until_
         if not partitions:
             return 0
         consumer.assign(partitions)
+        beginnings = await consumer.beginning_offsets(partitions)
         ends = await consumer.end_offsets(partitions)
         starts = await consumer.offsets_for_times({tp: since_ms for tp in partitions})
+        reading: set[TopicPartition] = set()
         for tp in partitions:
+            if ends[tp] <= beginnings[tp]:
+                consumer.pause(tp)
+                continue
+            # At the latest from the last record: tansu's end offset is one past the first record of
+            # its last batch (devstack.chaos.true_ends), and a fetch from there brings the whole batch.
             found = starts.get(tp)
-            consumer.seek(tp, found.offset if found is not None else ends[tp])
-        reading = set(partitions)
+            consumer.seek(tp, min(found.offset, ends[tp] - 1) if found is not None else ends[tp] - 1)
+            reading.add(tp)
         passed = 0
         idle_polls = 0
         while reading:
-            fetched = await consumer.getmany(timeout_ms=500, max_records=max_records)
-            events: list[Message] = []
+            # Everything fetched, no max_records: the position may pass a short end offset only once
+            # the whole batch holding it has been taken, or the rest would be left behind unread.
+            fetched = await consumer.getmany(timeout_ms=500)
+            stamped: list[tuple[int, Message]] = []
             for tp, records in fetched.items():
                 for record in records:
-                    if record.timestamp >= until_ms:
-                        reading.discard(tp)
-                        consumer.pause(tp)
-                        break
-                    if record.timestamp >= since_ms:
-                        events.append(topic.decode(record.value or b""))
-            if events:
-                await handle(events)
-                passed += len(events)
-            if fetched:
-                idle_polls = 0
-                continue
-            # Nothing came: a partition at its end offset is done. tansu's end offset can stop short
-            # of its last batch (devstack.chaos.true_ends), which an earlier poll has then read.
-            reading = {tp for tp in reading if await consumer.position(tp) < ends[tp]}
-            idle_polls += 1
+                    # tansu's time index answers the partition's start for most times: the stamp decides.
+                    if record.timestamp < since_ms:
+                        continue
+                    try:
+                        stamped.append((record.timestamp, topic.decode(record.value or b"")))
+                    except DecodeError:
+                        log.warning("skipped a record that does not decode",
+                                    extra={"topic": topic.name, "partition": tp.partition, "offset": record.offset})
+            for start in range(0, len(stamped), max_records):
+                await handle(stamped[start:start + max_records])
+            passed += len(stamped)
+            for tp in list(reading):
+                if await consumer.position(tp) >= ends[tp]:
+                    reading.discard(tp)
+                    consumer.pause(tp)
+            idle_polls = 0 if fetched else idle_polls + 1
             if reading and idle_polls >= patience_polls:
                 raise TimeoutError(f"{topic.name}: partitions {sorted(tp.partition for tp in reading)} "
                                    f"stopped short of their end offsets")

@@ -4,21 +4,24 @@ and a registry Redis lost is replayed from the real game topics."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis.asyncio as aioredis
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
+from redis.exceptions import RedisError
 
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
+from arbiter.devstack.infra import start_redis
 from arbiter.devstack.processes import free_port
 from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.metrics import Metrics
@@ -59,22 +62,42 @@ async def test_players_are_busy_between_start_and_finish_of_any_game(redis_url) 
 TTL_SECONDS = 3600
 
 
-def _other_database(redis_url: str, db: int) -> str:
-    """The same Redis server, another database: the registry's marker there is this test's alone."""
-    parts = urlsplit(redis_url)
-    return urlunsplit((parts.scheme, parts.netloc, f"/{db}", parts.query, parts.fragment))
+class OwnRedis:
+    """A redis-server of this module's own, which a test may restart (losing everything, as without persistence)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process = start_redis(self.port, folder / "redis.log")
+
+    def restart(self) -> None:
+        """Stop the server and start a new one on the same port: a new run_id and no data."""
+        self.process.stop(signal.SIGTERM)
+        self.process = start_redis(self.port, self.folder / "redis.log")
+
+
+@pytest.fixture(scope="module")
+def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnRedis]:
+    """The registry's marker and claim are global names: a server of its own keeps them from the session's."""
+    server = OwnRedis(tmp_path_factory.mktemp("busy-redis"))
+    try:
+        yield server
+    finally:
+        server.process.stop(signal.SIGTERM)
 
 
 @pytest.fixture
-async def rebuild_stage(infra_env: dict[str, str], database_url: str) -> AsyncIterator[SimpleNamespace]:
-    """A registry on a Redis database of its own and a pairing schema of its own, for BusyRebuild."""
-    client = aioredis.from_url(_other_database(infra_env["REDIS_URL"], 9))
-    await client.flushdb()
+async def rebuild_stage(infra_env: dict[str, str], database_url: str, own_redis: OwnRedis
+                        ) -> AsyncIterator[SimpleNamespace]:
+    """A registry on its own Redis server and a pairing schema of its own, for BusyRebuild."""
+    client = aioredis.from_url(own_redis.url)
+    await client.flushall()
     schema = f"pairing_busy_{uuid.uuid4().hex[:8]}"
     pool = await create_pool(database_url, schema, max_size=2)
     await migrate(pool, schema, migrations_in(PAIRING_MIGRATIONS, "pairing"))
     settings = KitSettings(
-        kafka_bootstrap_servers=infra_env["KAFKA_BOOTSTRAP_SERVERS"], redis_url=infra_env["REDIS_URL"],
+        kafka_bootstrap_servers=infra_env["KAFKA_BOOTSTRAP_SERVERS"], redis_url=own_redis.url,
         database_url=database_url, grpc_port=0, metrics_port=0, kafka_fetch_max_wait_ms=50,
     )
     metrics = PairingMetrics.create(Metrics("pairing-busy-test"))
@@ -85,10 +108,10 @@ async def rebuild_stage(infra_env: dict[str, str], database_url: str) -> AsyncIt
                            check_seconds=check_seconds, lease_seconds=60)
 
     try:
-        yield SimpleNamespace(registry=registry, redis=client, pool=pool, settings=settings, rebuild=rebuild,
+        yield SimpleNamespace(registry=registry, redis=client, server=own_redis, pool=pool, settings=settings,
+                              rebuild=rebuild,
                               rebuilds=lambda: metrics.busy_rebuilds.labels("pairing-busy-test")._value.get())
     finally:
-        await client.flushdb()
         await client.aclose()
         async with pool.acquire() as connection:
             await connection.execute(f'DROP SCHEMA "{schema}" CASCADE')
@@ -125,11 +148,14 @@ async def _publish(bootstrap: str, records: list[tuple[str, Any, int]]) -> None:
         await producer.stop()
 
 
+AN_HOUR_AGO_BUT_20_MINUTES = (TTL_SECONDS - 1200) * 1000
+
+
 async def _site_history(stage: SimpleNamespace) -> dict[str, tuple[str, str]]:
     """Games of every kind in the game topics and pairing's tables; {name: its two players}."""
     tag = uuid.uuid4().hex[:8]
     seats = {name: (f"{tag}-{name}-w", f"{tag}-{name}-b") for name in
-             ("running", "over", "started_after_end", "decided_here", "ours_running", "too_old")}
+             ("running", "over", "started_after_end", "decided_here", "ours_running", "too_old", "old_running")}
     game = {name: f"t_{tag}-r1-b{i}-g1" if name in ("decided_here", "ours_running") else f"casual-{tag}-{name}"
             for i, name in enumerate(seats, start=1)}
     now = int(time.time() * 1000)
@@ -141,6 +167,8 @@ async def _site_history(stage: SimpleNamespace) -> dict[str, tuple[str, str]]:
                                          (game["ours_running"], *seats["ours_running"], False)])
     await _publish(stage.settings.kafka_bootstrap_servers, [
         ("game.started", started["too_old"], now - (TTL_SECONDS + 600) * 1000),
+        # Started 40 minutes ago and never finished: busy for the 20 minutes its start still counts.
+        ("game.started", started["old_running"], now - AN_HOUR_AGO_BUT_20_MINUTES),
         ("game.started", started["running"], now - 5_000),
         ("game.started", started["over"], now - 5_000),
         ("game.finished", ended["over"], now - 4_000),
@@ -157,43 +185,85 @@ async def test_a_lost_registry_is_replayed_from_the_game_topics_and_marked_whole
     """T-18 after Redis lost its data: games still running make their players busy again, none other does."""
     seats = await _site_history(rebuild_stage)
     players = [p for pair in seats.values() for p in pair]
+    running = {*seats["running"], *seats["ours_running"], *seats["old_running"]}
     assert not await rebuild_stage.registry.whole()
     assert await rebuild_stage.registry.busy(players) == set()
 
     assert await rebuild_stage.rebuild().rebuild()
     assert await rebuild_stage.registry.whole()
-    assert await rebuild_stage.registry.busy(players) == {*seats["running"], *seats["ours_running"]}
+    assert await rebuild_stage.registry.busy(players) == running
     assert rebuild_stage.rebuilds() == 1
-    # A replay over a registry that holds it already (two replicas, a lapsed claim) changes nothing.
+    # Each start counts for the ttl from when it was published, as it did live.
+    for player in seats["old_running"]:
+        assert 1190 <= await rebuild_stage.redis.ttl(f"pairing:playing:{player}") <= 1200
+    for player in seats["running"]:
+        assert TTL_SECONDS - 60 <= await rebuild_stage.redis.ttl(f"pairing:playing:{player}") <= TTL_SECONDS
+    # A replay over a registry that holds it already (a second replica after a lapsed claim) changes
+    # nothing, and a live start later than a replayed one keeps its later expiry.
+    await rebuild_stage.registry.started([(f"later-{seats['old_running'][0]}", *seats["old_running"])])
+    await rebuild_stage.redis.delete("pairing:{busy}:whole")
     assert await rebuild_stage.rebuild().rebuild()
-    assert await rebuild_stage.registry.busy(players) == {*seats["running"], *seats["ours_running"]}
+    assert await rebuild_stage.registry.busy(players) == running
+    assert await rebuild_stage.redis.ttl(f"pairing:playing:{seats['old_running'][0]}") > TTL_SECONDS - 60
 
 
-async def test_the_watch_rebuilds_after_a_flush_and_one_replica_at_a_time(rebuild_stage) -> None:
+async def test_the_watch_rebuilds_after_redis_restarts_and_after_a_flush(rebuild_stage) -> None:
     seats = await _site_history(rebuild_stage)
     stop = asyncio.Event()
     watch = asyncio.create_task(rebuild_stage.rebuild().run(stop))
-    try:
-        async def until_whole() -> None:
-            while not await rebuild_stage.registry.whole():
-                await asyncio.sleep(0.1)
 
+    async def until_whole() -> None:
+        while True:
+            try:
+                if await rebuild_stage.registry.whole():
+                    return
+            except (OSError, RedisError):  # the server is restarting
+                pass
+            await asyncio.sleep(0.1)
+
+    try:
         await asyncio.wait_for(until_whole(), 60)
         assert await rebuild_stage.registry.busy(seats["running"]) == set(seats["running"])
-        await rebuild_stage.redis.flushdb()  # Redis restarted without persistence
-        assert await rebuild_stage.registry.busy(seats["running"]) == set()
+        rebuild_stage.server.restart()  # no persistence: a new server, empty
         await asyncio.wait_for(until_whole(), 60)
         assert await rebuild_stage.registry.busy(seats["running"]) == set(seats["running"])
-        assert rebuild_stage.rebuilds() == 2
+        await rebuild_stage.redis.flushall()
+        await asyncio.wait_for(until_whole(), 60)
+        assert await rebuild_stage.registry.busy(seats["running"]) == set(seats["running"])
+        assert rebuild_stage.rebuilds() == 3
+        assert not watch.done()  # the restart's connection errors did not end the watch
     finally:
         stop.set()
         await asyncio.wait_for(watch, 30)
 
-    # Another replica's claim: this one leaves the job to it and marks nothing.
-    await rebuild_stage.redis.flushdb()
-    assert await rebuild_stage.registry.claim_rebuild("another replica", 60)
+
+async def test_a_marker_left_by_another_server_is_not_trusted(rebuild_stage) -> None:
+    """A failover to a server that was behind, or a snapshot restored: the marker names another run_id."""
+    await rebuild_stage.redis.set("pairing:{busy}:whole", "a server we used to use")
+    assert not await rebuild_stage.registry.whole()
+    assert await rebuild_stage.rebuild().rebuild()
+    run_id = (await rebuild_stage.redis.info("server"))["run_id"]
+    assert (await rebuild_stage.redis.get("pairing:{busy}:whole")).decode() == run_id
+
+
+async def test_one_replica_rebuilds_at_a_time_and_a_lost_claim_marks_nothing(rebuild_stage) -> None:
+    registry = rebuild_stage.registry
+    assert await registry.claim_rebuild("another replica", 60)
     assert not await rebuild_stage.rebuild().rebuild()
-    assert not await rebuild_stage.registry.whole() and rebuild_stage.rebuilds() == 2
+    assert not await registry.whole() and rebuild_stage.rebuilds() == 0
+    # The holder renews its own claim; nobody else takes it meanwhile.
+    await rebuild_stage.redis.expire("pairing:{busy}:rebuilding", 5)
+    assert await registry.claim_rebuild("another replica", 60)
+    assert await rebuild_stage.redis.ttl("pairing:{busy}:rebuilding") > 5
+    assert not await registry.claim_rebuild("a third replica", 60)
+    # A claim lost before the end (lapsed, taken over) marks nothing.
+    await rebuild_stage.redis.delete("pairing:{busy}:rebuilding")
+    assert not await registry.mark_whole("another replica")
+    assert not await registry.whole()
+    # A replica finding the registry whole once it has the claim leaves it, and gives the claim up.
+    assert await rebuild_stage.rebuild().rebuild()
+    assert not await rebuild_stage.rebuild().rebuild() and rebuild_stage.rebuilds() == 1
+    assert await registry.claim_rebuild("a third replica", 60)
 
 
 async def test_a_failed_rebuild_gives_its_claim_up_and_marks_nothing(rebuild_stage) -> None:
