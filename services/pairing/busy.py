@@ -24,7 +24,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 
 import asyncpg
 import redis.asyncio as aioredis
@@ -78,12 +78,14 @@ return 1
 """
 # A replayed start: as _START, but each player's set lives until its game's start + ttl (as it
 # would have live), or longer if the set already does. KEYS as _START's; ARGV: per game its id
-# and the Unix second its start stops counting. A set made here has no ttl yet (-1).
+# and the Unix second its start stops counting. A set made here has no ttl yet (-1). A start
+# already past counts no more: Redis's clock decides, as it is the one that expires keys.
 _REPLAYED_START = """
+local now = tonumber(redis.call('TIME')[1])
 for i = 1, #KEYS / 3 do
     local game_id = ARGV[2 * i - 1]
-    local expire_at = ARGV[2 * i]
-    if redis.call('EXISTS', KEYS[3 * i - 2]) == 0 then
+    local expire_at = tonumber(ARGV[2 * i])
+    if expire_at > now and redis.call('EXISTS', KEYS[3 * i - 2]) == 0 then
         for _, key in ipairs({KEYS[3 * i - 1], KEYS[3 * i]}) do
             redis.call('SADD', key, game_id)
             if redis.call('TTL', key) == -1 then
@@ -96,20 +98,24 @@ for i = 1, #KEYS / 3 do
 end
 return 1
 """
-# KEYS: the rebuild claim; ARGV: the claimant, the lease in seconds. Taken if free, renewed if the
-# claimant's (a replica that failed after its replay can take its own claim again).
+# KEYS: the rebuild claim; ARGV: the claimant, the lease in seconds. Taken if free or already the
+# claimant's (a replica whose rebuild failed after its replay takes its own claim again).
 _CLAIM = """
 local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] then
-    redis.call('EXPIRE', KEYS[1], ARGV[2])
-    return 1
-end
-if holder then return 0 end
+if holder and holder ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 return 1
 """
-# KEYS: the rebuild claim, the marker; ARGV: the claimant, the server's run_id. Only the claim's
-# holder sets the marker: a claim lost meanwhile (lapsed, or Redis lost it too) marks nothing.
+# KEYS, ARGV: as _CLAIM's. Only extends a claim still held: one that Redis lost meanwhile (a flush)
+# is not taken again, or the rebuild would go on over a registry missing what it replayed before.
+_RENEW = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+# KEYS: the rebuild claim, the marker; ARGV: the claimant, the run_id of the server the claim was
+# taken on. Only the claim's holder sets the marker: a claim lost meanwhile (lapsed, or Redis lost
+# it too) marks nothing, and a marker naming a server restarted meanwhile is not trusted.
 _MARK_WHOLE = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[2], ARGV[2])
@@ -131,6 +137,8 @@ return counts
 _GAMES_PER_CALL = 500
 # The longest pause between two tries of a failing check or rebuild.
 _LONGEST_RETRY_SECONDS = 60.0
+# A rebuild's claim is renewed at least this often (and at a third of its lease).
+_RENEW_EVERY_SECONDS = 10.0
 
 GameSeats = tuple[str, str, str]  # game id, white id, black id
 
@@ -146,6 +154,7 @@ class BusyRegistry:
         self._counts = redis.register_script(_COUNTS)
         self._replayed_start = redis.register_script(_REPLAYED_START)
         self._claim = redis.register_script(_CLAIM)
+        self._renew = redis.register_script(_RENEW)
         self._mark_whole = redis.register_script(_MARK_WHOLE)
         self._release = redis.register_script(_RELEASE)
 
@@ -157,15 +166,13 @@ class BusyRegistry:
         """Both players of each game are free of it, now and if its start arrives late."""
         await self._run(self._finish, games)
 
-    async def replayed_starts(self, games: Sequence[tuple[GameSeats, int]]) -> None:
-        """As `started`, for (seats, Unix second of the start) replayed: each start counts until then + ttl."""
-        now = time.time()
-        live = [(seats, int(at) + self.ttl_seconds) for seats, at in games if at + self.ttl_seconds > now + 1]
-        for start in range(0, len(live), _GAMES_PER_CALL):
-            chunk = live[start:start + _GAMES_PER_CALL]
+    async def replayed_starts(self, games: Sequence[tuple[GameSeats, float]]) -> None:
+        """As `started`, for (seats, Unix time of the start) replayed: each start counts until then + ttl."""
+        for start in range(0, len(games), _GAMES_PER_CALL):
+            chunk = games[start:start + _GAMES_PER_CALL]
             keys = [key for (game_id, white, black), _ in chunk
                     for key in (_OVER + game_id, _PLAYING + white, _PLAYING + black)]
-            args = [value for (game_id, _, _), expire_at in chunk for value in (game_id, expire_at)]
+            args = [value for (game_id, _, _), at in chunk for value in (game_id, int(at) + self.ttl_seconds)]
             await self._replayed_start(keys=keys, args=args)  # type: ignore[misc]
 
     async def whole(self) -> bool:
@@ -176,13 +183,18 @@ class BusyRegistry:
             marker, server = await pipe.execute()
         return marker is not None and marker.decode() == server["run_id"]
 
-    async def claim_rebuild(self, claimant: str, lease_seconds: int) -> bool:
-        """Take or renew the rebuild claim for `claimant` (a lease of `lease_seconds`); False while another holds it."""
-        return bool(await self._claim(keys=[_REBUILDING], args=[claimant, lease_seconds]))  # type: ignore[misc]
+    async def claim_rebuild(self, claimant: str, lease_seconds: int) -> str | None:
+        """Take the rebuild claim for `claimant` (a lease of `lease_seconds`): the server's run_id, or None if taken."""
+        if not await self._claim(keys=[_REBUILDING], args=[claimant, lease_seconds]):  # type: ignore[misc]
+            return None
+        return str((await self.redis.info("server"))["run_id"])
 
-    async def mark_whole(self, claimant: str) -> bool:
-        """Mark the registry whole on this server and drop the claim, if `claimant` still holds it."""
-        run_id = (await self.redis.info("server"))["run_id"]
+    async def renew_rebuild(self, claimant: str, lease_seconds: int) -> bool:
+        """Extend `claimant`'s claim by `lease_seconds`; False if it holds the claim no more."""
+        return bool(await self._renew(keys=[_REBUILDING], args=[claimant, lease_seconds]))  # type: ignore[misc]
+
+    async def mark_whole(self, claimant: str, run_id: str) -> bool:
+        """Mark the registry whole on the server `run_id` names and drop the claim, if `claimant` still holds it."""
         return bool(await self._mark_whole(keys=[_REBUILDING, _WHOLE], args=[claimant, run_id]))  # type: ignore[misc]
 
     async def release_rebuild(self, claimant: str) -> None:
@@ -206,8 +218,8 @@ class BusyRegistry:
             await script(keys=keys, args=[self.ttl_seconds, *game_ids])  # type: ignore[operator]
 
 
-class RebuildOvertaken(RuntimeError):
-    """The claim lapsed during a replay and another replica holds it now: that one finishes the job."""
+class ClaimLost(RuntimeError):
+    """The rebuild's claim could not be renewed: it lapsed, another replica took it, or Redis lost it."""
 
 
 class BusyRebuild:
@@ -234,25 +246,26 @@ class BusyRebuild:
                     await self.rebuild()
                 failures = 0
             except Exception:
-                # Whatever failed (Redis, Kafka, PostgreSQL, a bad record), the service goes on serving
-                # (a background task that raises stops it) and tries again, less often while it fails.
+                # Whatever failed (Redis, Kafka, PostgreSQL), the service goes on serving (a background
+                # task that raises stops it) and tries again, less often while it fails.
                 failures += 1
                 log.exception("busy registry check or rebuild failed, retrying", extra={"failures": failures})
-            await pause(stop, min(self.check_seconds * 2 ** failures, _LONGEST_RETRY_SECONDS))
+            await pause(stop, retry_pause(self.check_seconds, failures))
 
     async def rebuild(self) -> bool:
-        """Replay the registry's window of game events into it and mark it whole; False if another replica did."""
-        if not await self.registry.claim_rebuild(self.claimant, self.lease_seconds):
+        """Replay the registry's window of game events into it and mark it whole; False if not done here."""
+        run_id = await self.registry.claim_rebuild(self.claimant, self.lease_seconds)
+        if run_id is None:
             return False
         started = time.monotonic()
         try:
             if await self.registry.whole():  # another replica finished just before the claim was free
                 await self.registry.release_rebuild(self.claimant)
                 return False
-            replayed = await self._replay()
-            marked = await self.registry.mark_whole(self.claimant)
-        except RebuildOvertaken:
-            log.warning("busy registry rebuild overtaken by another replica (its lease lapsed)")
+            replayed = await self._while_claimed(self._replay())
+            marked = await self.registry.mark_whole(self.claimant, run_id)
+        except ClaimLost:
+            log.warning("busy registry rebuild stopped: its claim lapsed, was taken over, or Redis lost it")
             return False
         except BaseException:
             try:
@@ -268,6 +281,27 @@ class BusyRebuild:
         log.info("busy registry rebuilt", extra={"events": replayed, "seconds": round(time.monotonic() - started, 2)})
         return True
 
+    async def _while_claimed(self, work: Awaitable[int]) -> int:
+        """Await `work` while renewing the claim; ClaimLost (and `work` cancelled) as soon as a renewal fails."""
+        working = asyncio.ensure_future(work)
+        keeping = asyncio.ensure_future(self._keep_claim())
+        try:
+            await asyncio.wait({working, keeping}, return_when=asyncio.FIRST_COMPLETED)
+            if keeping.done():
+                keeping.result()  # raises why the claim could not be kept
+            return working.result()
+        finally:
+            for task in (working, keeping):
+                task.cancel()
+            await asyncio.gather(working, keeping, return_exceptions=True)
+
+    async def _keep_claim(self) -> None:
+        # Renewed on a timer, not per batch: a scan of records older than the window passes none on.
+        while True:
+            await asyncio.sleep(min(self.lease_seconds / 3, _RENEW_EVERY_SECONDS))
+            if not await self.registry.renew_rebuild(self.claimant, self.lease_seconds):
+                raise ClaimLost()
+
     async def _replay(self) -> int:
         # Kafka stamps records in real time, and the registry's ttl is real seconds too.
         since_ms = int(time.time() * 1000) - self.registry.ttl_seconds * 1000
@@ -276,16 +310,10 @@ class BusyRebuild:
         started = await read_window(self.settings, events.GAME_STARTED, since_ms, self._started, client_id=client_id)
         return ended + started
 
-    async def _renew(self) -> None:
-        if not await self.registry.claim_rebuild(self.claimant, self.lease_seconds):
-            raise RebuildOvertaken()
-
     async def _finished(self, batch: list[tuple[int, ev.GameFinished]]) -> None:
-        await self._renew()
         await self.registry.finished(game_seats(event for _, event in batch))
 
     async def _started(self, batch: list[tuple[int, ev.GameStarted]]) -> None:
-        await self._renew()
         starts = [(seats, stamp / 1000) for stamp, event in batch for seats in game_seats((event,))]
         if not starts:
             return
@@ -293,6 +321,11 @@ class BusyRebuild:
         await self.registry.finished([(row["game_id"], row["white_id"], row["black_id"])
                                       for row in ours.values() if row["finished"]])
         await self.registry.replayed_starts(starts)
+
+
+def retry_pause(check_seconds: float, failures: int) -> float:
+    """Seconds before the next check after `failures` failed ones in a row: doubling, up to a minute."""
+    return min(check_seconds * 2 ** min(failures, 16), _LONGEST_RETRY_SECONDS)
 
 
 def game_seats(games: Iterable[ev.GameStarted | ev.GameFinished]) -> list[GameSeats]:

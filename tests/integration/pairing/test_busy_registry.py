@@ -26,7 +26,7 @@ from arbiter.devstack.processes import free_port
 from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.settings import KitSettings
-from services.pairing.busy import BusyRebuild, BusyRegistry
+from services.pairing.busy import BusyRebuild, BusyRegistry, retry_pause
 from services.pairing.main import MIGRATIONS as PAIRING_MIGRATIONS
 from services.pairing.metrics import PairingMetrics
 
@@ -151,8 +151,8 @@ async def _publish(bootstrap: str, records: list[tuple[str, Any, int]]) -> None:
 AN_HOUR_AGO_BUT_20_MINUTES = (TTL_SECONDS - 1200) * 1000
 
 
-async def _site_history(stage: SimpleNamespace) -> dict[str, tuple[str, str]]:
-    """Games of every kind in the game topics and pairing's tables; {name: its two players}."""
+async def _site_history(stage: SimpleNamespace) -> tuple[dict[str, tuple[str, str]], int]:
+    """Games of every kind in the game topics and pairing's tables: ({name: its two players}, now in ms)."""
     tag = uuid.uuid4().hex[:8]
     seats = {name: (f"{tag}-{name}-w", f"{tag}-{name}-b") for name in
              ("running", "over", "started_after_end", "decided_here", "ours_running", "too_old", "old_running")}
@@ -178,12 +178,12 @@ async def _site_history(stage: SimpleNamespace) -> dict[str, tuple[str, str]]:
         ("game.started", started["decided_here"], now - 2_000),
         ("game.started", started["ours_running"], now - 2_000),
     ])
-    return seats
+    return seats, now
 
 
 async def test_a_lost_registry_is_replayed_from_the_game_topics_and_marked_whole(rebuild_stage) -> None:
     """T-18 after Redis lost its data: games still running make their players busy again, none other does."""
-    seats = await _site_history(rebuild_stage)
+    seats, now = await _site_history(rebuild_stage)
     players = [p for pair in seats.values() for p in pair]
     running = {*seats["running"], *seats["ours_running"], *seats["old_running"]}
     assert not await rebuild_stage.registry.whole()
@@ -194,10 +194,10 @@ async def test_a_lost_registry_is_replayed_from_the_game_topics_and_marked_whole
     assert await rebuild_stage.registry.busy(players) == running
     assert rebuild_stage.rebuilds() == 1
     # Each start counts for the ttl from when it was published, as it did live.
-    for player in seats["old_running"]:
-        assert 1190 <= await rebuild_stage.redis.ttl(f"pairing:playing:{player}") <= 1200
-    for player in seats["running"]:
-        assert TTL_SECONDS - 60 <= await rebuild_stage.redis.ttl(f"pairing:playing:{player}") <= TTL_SECONDS
+    for name, ago_ms in (("old_running", AN_HOUR_AGO_BUT_20_MINUTES), ("running", 5_000)):
+        for player in seats[name]:
+            assert await rebuild_stage.redis.expiretime(f"pairing:playing:{player}") == (
+                (now - ago_ms) // 1000 + TTL_SECONDS)
     # A replay over a registry that holds it already (a second replica after a lapsed claim) changes
     # nothing, and a live start later than a replayed one keeps its later expiry.
     await rebuild_stage.registry.started([(f"later-{seats['old_running'][0]}", *seats["old_running"])])
@@ -208,7 +208,7 @@ async def test_a_lost_registry_is_replayed_from_the_game_topics_and_marked_whole
 
 
 async def test_the_watch_rebuilds_after_redis_restarts_and_after_a_flush(rebuild_stage) -> None:
-    seats = await _site_history(rebuild_stage)
+    seats, _ = await _site_history(rebuild_stage)
     stop = asyncio.Event()
     watch = asyncio.create_task(rebuild_stage.rebuild().run(stop))
 
@@ -256,9 +256,11 @@ async def test_one_replica_rebuilds_at_a_time_and_a_lost_claim_marks_nothing(reb
     assert await registry.claim_rebuild("another replica", 60)
     assert await rebuild_stage.redis.ttl("pairing:{busy}:rebuilding") > 5
     assert not await registry.claim_rebuild("a third replica", 60)
-    # A claim lost before the end (lapsed, taken over) marks nothing.
+    # A claim lost before the end (lapsed, taken over, flushed) is neither renewed nor marks anything.
+    run_id = (await rebuild_stage.redis.info("server"))["run_id"]
     await rebuild_stage.redis.delete("pairing:{busy}:rebuilding")
-    assert not await registry.mark_whole("another replica")
+    assert not await registry.renew_rebuild("another replica", 60)
+    assert not await registry.mark_whole("another replica", run_id)
     assert not await registry.whole()
     # A replica finding the registry whole once it has the claim leaves it, and gives the claim up.
     assert await rebuild_stage.rebuild().rebuild()
@@ -272,3 +274,54 @@ async def test_a_failed_rebuild_gives_its_claim_up_and_marks_nothing(rebuild_sta
         await rebuild_stage.rebuild(unreachable).rebuild()
     assert not await rebuild_stage.registry.whole() and rebuild_stage.rebuilds() == 0
     assert await rebuild_stage.registry.claim_rebuild("the next try", 60)
+
+
+class FlushedMidway(BusyRebuild):
+    """A rebuild during which Redis loses everything (a flush), once its ends are replayed."""
+
+    async def _started(self, batch) -> None:  # type: ignore[no-untyped-def]
+        if not getattr(self, "flushed", False):
+            self.flushed = True
+            await self.registry.redis.flushall()
+        await super()._started(batch)
+
+
+async def test_a_registry_lost_during_its_rebuild_is_not_marked_whole(rebuild_stage) -> None:
+    """The ends replayed before the loss are gone: marked whole, finished games would make players busy."""
+    seats, _ = await _site_history(rebuild_stage)
+    flushed = FlushedMidway(rebuild_stage.registry, rebuild_stage.pool, rebuild_stage.settings,
+                            PairingMetrics.create(Metrics("pairing-busy-flush")).busy_rebuilds, "pairing-busy-test",
+                            check_seconds=0.2, lease_seconds=60)
+    assert not await flushed.rebuild()
+    assert not await rebuild_stage.registry.whole()
+    assert await rebuild_stage.rebuild().rebuild()
+    players = [p for pair in seats.values() for p in pair]
+    assert await rebuild_stage.registry.busy(players) == {*seats["running"], *seats["ours_running"],
+                                                          *seats["old_running"]}
+
+
+def test_a_failing_check_is_retried_less_and_less_often_but_at_least_every_minute() -> None:
+    assert [retry_pause(5.0, failures) for failures in range(6)] == [5.0, 10.0, 20.0, 40.0, 60.0, 60.0]
+    assert retry_pause(0.2, 3) == 1.6
+    assert retry_pause(5.0, 100_000) == 60.0  # no overflow after a day of failures
+
+
+class SlowReplay(BusyRebuild):
+    """A replay that takes far longer than its lease: only renewals keep its claim."""
+
+    async def _replay(self) -> int:
+        await asyncio.sleep(30)
+        return 0
+
+
+async def test_a_long_replay_renews_its_claim_and_stops_when_it_loses_it(rebuild_stage) -> None:
+    slow = SlowReplay(rebuild_stage.registry, rebuild_stage.pool, rebuild_stage.settings,
+                      PairingMetrics.create(Metrics("pairing-busy-slow")).busy_rebuilds, "pairing-busy-test",
+                      check_seconds=0.2, lease_seconds=3)
+    rebuilding = asyncio.create_task(slow.rebuild())
+    await asyncio.sleep(4.5)  # past the first lease: renewed, so nobody else may take it
+    assert not rebuilding.done()
+    assert not await rebuild_stage.registry.claim_rebuild("another replica", 60)
+    await rebuild_stage.redis.delete("pairing:{busy}:rebuilding")  # lost (a flush, a lapse)
+    assert await asyncio.wait_for(rebuilding, 5) is False
+    assert not await rebuild_stage.registry.whole()
