@@ -115,8 +115,11 @@ class ResultDesk:
     """Applies results to round games and tells the scheduler which tournaments to look at."""
 
     def __init__(self, pool: asyncpg.Pool, clock: TimeSource, busy: BusyRegistry, hub: WatchHub,
-                 metrics: PairingMetrics, poke: Callable[[str], None], service: str) -> None:
+                 metrics: PairingMetrics, poke: Callable[[str], None], service: str,
+                 alone: Callable[[], bool]) -> None:
         self.pool = pool
+        # Whether no other replica can be applying results now (this one consumes every partition).
+        self.alone = alone
         self.clock = clock
         self.busy = busy
         self.hub = hub
@@ -201,11 +204,23 @@ class ResultDesk:
                     scored.score.white_points, scored.score.black_points, scored.score.rated, decision,
                 ))
             done = store.AppliedResults({}, {}, [], frozenset())
+            complete: list[str] = []
             if in_batch:
                 done = await store.apply_results(connection, CONSUMER, list(in_batch), [
                     store.ResultToApply(row, item.event_id, item.source == events.GAME_FINISHED.name)
                     for item, row in results.values()
                 ], self.clock.now())
+                complete = list(done.complete)
+                unsure = {row["tournament_id"] for row in done.scored.values()}.difference(complete)
+                if unsure and not self.alone():
+                    # Another replica may have scored a round's other last games at the same time: each
+                    # statement saw the other's as open. Looked at again once committed, the later of the
+                    # two sees both, so the round moves on now rather than at the next scan.
+                    raced = await store.without_open_games(connection, sorted(unsure))
+                    if raced:
+                        log.info("rounds completed by results applied here and elsewhere at once",
+                                 extra={"tournament_ids": raced})
+                    complete += raced
         # A redelivered event counts as a duplicate whatever it carries; a new one that applied
         # nothing was invalid or came after its game's result.
         duplicates = repeated + sum(1 for event_id in in_batch if event_id not in done.recorded)
@@ -241,7 +256,7 @@ class ResultDesk:
         if before_waking is not None:
             await before_waking
         # The next round first; watchers can wait a round trip.
-        for tournament_id in done.complete:
+        for tournament_id in complete:
             self.poke(tournament_id)
         await self._announce(applied)
         if applied:

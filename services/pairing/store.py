@@ -301,6 +301,16 @@ async def apply_results(db: Executor, consumer: str, event_ids: Sequence[str],
     )
 
 
+async def without_open_games(db: Executor, tournament_ids: Sequence[str]) -> list[str]:
+    """The tournaments among `tournament_ids` whose every game has a result, as committed now."""
+    rows = await db.fetch(
+        "SELECT t.id FROM unnest($1::text[]) AS t(id)"
+        " WHERE NOT EXISTS (SELECT 1 FROM games g WHERE g.tournament_id = t.id AND NOT g.finished)",
+        list(tournament_ids),
+    )
+    return [row["id"] for row in rows]
+
+
 async def due_work(db: Executor, now: datetime) -> list[str]:
     """Tournaments that may have a step due: start time passed, starting, or running with no open game or closed."""
     rows = await db.fetch(

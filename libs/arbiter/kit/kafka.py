@@ -305,6 +305,19 @@ async def read_window(settings: KitSettings, topic: Topic, since_ms: int, handle
         await consumer.stop()
 
 
+def owns_every_partition(subscriber: Any) -> bool:
+    """Whether `subscriber`'s consumer is assigned every partition of its topics: no other replica consumes them."""
+    consumer = getattr(subscriber, "consumer", None)
+    if consumer is None:
+        return False
+    assigned = consumer.assignment()
+    for topic in consumer.subscription():
+        partitions = consumer.partitions_for_topic(topic)
+        if not partitions or any(TopicPartition(topic, partition) not in assigned for partition in partitions):
+            return False
+    return True
+
+
 async def ensure_topics(bootstrap_servers: str, partitions: int, topics: Sequence[Topic] = ALL_TOPICS) -> None:
     """Create the topics that do not exist yet (idempotent, safe with replicas starting together)."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=30_000)

@@ -11,7 +11,7 @@ from aiokafka import AIOKafkaProducer
 from arbiter.contracts import common_pb2
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit import events
-from arbiter.kit.kafka import make_broker, subscribe_many
+from arbiter.kit.kafka import make_broker, owns_every_partition, subscribe_many
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.settings import KitSettings
 
@@ -57,6 +57,9 @@ async def test_one_consumer_dispatches_by_topic_and_redelivers_after_a_failure(i
     try:
         await _eventually(lambda: bool(subscriber.consumer.assignment()))
         assert {tp.topic for tp in subscriber.consumer.assignment()} == {"game.finished", "game.started"}
+        # The group's only member holds every partition of both topics: no other replica consumes them.
+        assert owns_every_partition(subscriber)
+        assert not owns_every_partition(object())  # a subscriber not started has no consumer yet
         for i in range(3):
             game_id = f"{tag}-{i}"
             await producer.send_and_wait("game.started", ev.GameStarted(game_id=game_id).SerializeToString(),

@@ -8,17 +8,21 @@ services' progress; the e2e tests run against the real ones.
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
 from arbiter.competition.types import OpeningMode
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import openings_pb2, openings_pb2_grpc, rating_pb2, rating_pb2_grpc, tournament_pb2_grpc
+from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.timesource import TimeSource
 from arbiter.openings import draw_opening
 from services.pairing.convert import OPENING_MODE, OPENING_MODE_TO_PROTO
+from services.pairing.main import MIGRATIONS
 from services.pairing.settings import PairingSettings
 
 TIME_SCALE = 120.0
@@ -90,3 +94,36 @@ def player(prefix: str = "p") -> str:
 def registered(player_id: str) -> common.Actor:
     """A registered account (A-1)."""
     return common.Actor(player_id=player_id, kind=common.ACCOUNT_KIND_REGISTERED)
+
+
+@asynccontextmanager
+async def private_pairing_schema(database_url: str) -> AsyncIterator[asyncpg.Pool]:
+    """A pool on a fresh schema holding pairing's tables, for parts of the service tested on their own."""
+    schema = f"pairing_{uuid.uuid4().hex[:8]}"
+    pool = await create_pool(database_url, schema, max_size=4)
+    try:
+        await migrate(pool, schema, migrations_in(MIGRATIONS, "pairing"))
+        yield pool
+    finally:
+        async with pool.acquire() as connection:
+            await connection.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await pool.close()
+
+
+async def insert_round_games(pool: asyncpg.Pool, tag: str, games: list[tuple[str, str, str, bool]]) -> str:
+    """A running tournament holding (game id, white, black, decided already) round games; returns its id."""
+    now = datetime.now(UTC)
+    tournament_id = f"t_{tag}"
+    await pool.execute(
+        "INSERT INTO tournaments (id, creator_id, name, variant, base_seconds, increment_seconds, speed, threshold,"
+        " capacity, minimum_entrants, starts_at, duration_minutes, closes_at, private, rated, opening_mode,"
+        " home_and_away, extra_round, settings, state, created_at)"
+        " VALUES ($1, 'creator', 'stored', 'international', 180, 2, 'blitz', 12, 64, 2, $2, 60, $2, false, true,"
+        " 'none', false, false, ''::bytea, 'running', $2)", tournament_id, now)
+    for board, (game_id, white, black, decided) in enumerate(games, start=1):
+        await pool.execute(
+            "INSERT INTO games (game_id, tournament_id, round, board, leg, white_id, black_id, requested, finished,"
+            " result, decided_by) VALUES ($1, $2, 1, $3, 1, $4, $5, true, $6, $7, $8)",
+            game_id, tournament_id, board, white, black, decided, "white_wins" if decided else None,
+            f"clock.flagged:flag-{game_id}" if decided else None)
+    return tournament_id

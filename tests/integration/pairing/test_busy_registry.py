@@ -9,12 +9,12 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from pairing_support import insert_round_games, private_pairing_schema
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 from redis.exceptions import RedisError
@@ -23,11 +23,9 @@ from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.devstack.infra import start_redis
 from arbiter.devstack.processes import free_port
-from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.settings import KitSettings
 from services.pairing.busy import BusyRebuild, BusyRegistry, retry_pause
-from services.pairing.main import MIGRATIONS as PAIRING_MIGRATIONS
 from services.pairing.metrics import PairingMetrics
 
 
@@ -93,47 +91,23 @@ async def rebuild_stage(infra_env: dict[str, str], database_url: str, own_redis:
     """A registry on its own Redis server and a pairing schema of its own, for BusyRebuild."""
     client = aioredis.from_url(own_redis.url)
     await client.flushall()
-    schema = f"pairing_busy_{uuid.uuid4().hex[:8]}"
-    pool = await create_pool(database_url, schema, max_size=2)
-    await migrate(pool, schema, migrations_in(PAIRING_MIGRATIONS, "pairing"))
     settings = KitSettings(
         kafka_bootstrap_servers=infra_env["KAFKA_BOOTSTRAP_SERVERS"], redis_url=own_redis.url,
         database_url=database_url, grpc_port=0, metrics_port=0, kafka_fetch_max_wait_ms=50,
     )
     metrics = PairingMetrics.create(Metrics("pairing-busy-test"))
     registry = BusyRegistry(client, ttl_seconds=TTL_SECONDS)
-
-    def rebuild(settings: KitSettings = settings, check_seconds: float = 0.2) -> BusyRebuild:
-        return BusyRebuild(registry, pool, settings, metrics.busy_rebuilds, "pairing-busy-test",
-                           check_seconds=check_seconds, lease_seconds=60)
-
     try:
-        yield SimpleNamespace(registry=registry, redis=client, server=own_redis, pool=pool, settings=settings,
-                              rebuild=rebuild,
-                              rebuilds=lambda: metrics.busy_rebuilds.labels("pairing-busy-test")._value.get())
+        async with private_pairing_schema(database_url) as pool:
+            def rebuild(settings: KitSettings = settings, check_seconds: float = 0.2) -> BusyRebuild:
+                return BusyRebuild(registry, pool, settings, metrics.busy_rebuilds, "pairing-busy-test",
+                                   check_seconds=check_seconds, lease_seconds=60)
+
+            yield SimpleNamespace(registry=registry, redis=client, server=own_redis, pool=pool, settings=settings,
+                                  rebuild=rebuild,
+                                  rebuilds=lambda: metrics.busy_rebuilds.labels("pairing-busy-test")._value.get())
     finally:
         await client.aclose()
-        async with pool.acquire() as connection:
-            await connection.execute(f'DROP SCHEMA "{schema}" CASCADE')
-        await pool.close()
-
-
-async def _round_games(pool, tag: str, games: list[tuple[str, str, str, bool]]) -> None:
-    """A running tournament of ours holding (game id, white, black, decided here) round games."""
-    now = datetime.now(UTC)
-    tournament_id = f"t_{tag}"
-    await pool.execute(
-        "INSERT INTO tournaments (id, creator_id, name, variant, base_seconds, increment_seconds, speed, threshold,"
-        " capacity, minimum_entrants, starts_at, duration_minutes, closes_at, private, rated, opening_mode,"
-        " home_and_away, extra_round, settings, state, created_at)"
-        " VALUES ($1, 'creator', 'busy', 'brazilian', 180, 2, 'blitz', 12, 64, 2, $2, 60, $2, false, true, 'none',"
-        " false, false, ''::bytea, 'running', $2)", tournament_id, now)
-    for board, (game_id, white, black, decided) in enumerate(games, start=1):
-        await pool.execute(
-            "INSERT INTO games (game_id, tournament_id, round, board, leg, white_id, black_id, requested, finished,"
-            " result, decided_by) VALUES ($1, $2, 1, $3, 1, $4, $5, true, $6, $7, $8)",
-            game_id, tournament_id, board, white, black, decided, "white_wins" if decided else None,
-            f"clock.flagged:flag-{game_id}" if decided else None)
 
 
 async def _publish(bootstrap: str, records: list[tuple[str, Any, int]]) -> None:
@@ -163,7 +137,7 @@ async def _site_history(stage: SimpleNamespace) -> tuple[dict[str, tuple[str, st
                for name, (white, black) in seats.items()}
     ended = {name: ev.GameFinished(game_id=game[name], white_id=seats[name][0], black_id=seats[name][1],
                                    result=common.GAME_RESULT_DRAW) for name in ("over", "started_after_end")}
-    await _round_games(stage.pool, tag, [(game["decided_here"], *seats["decided_here"], True),
+    await insert_round_games(stage.pool, tag, [(game["decided_here"], *seats["decided_here"], True),
                                          (game["ours_running"], *seats["ours_running"], False)])
     await _publish(stage.settings.kafka_bootstrap_servers, [
         ("game.started", started["too_old"], now - (TTL_SECONDS + 600) * 1000),
@@ -317,9 +291,9 @@ class SlowReplay(BusyRebuild):
 async def test_a_long_replay_renews_its_claim_and_stops_when_it_loses_it(rebuild_stage) -> None:
     slow = SlowReplay(rebuild_stage.registry, rebuild_stage.pool, rebuild_stage.settings,
                       PairingMetrics.create(Metrics("pairing-busy-slow")).busy_rebuilds, "pairing-busy-test",
-                      check_seconds=0.2, lease_seconds=3)
+                      check_seconds=0.2, lease_seconds=2)
     rebuilding = asyncio.create_task(slow.rebuild())
-    await asyncio.sleep(4.5)  # past the first lease: renewed, so nobody else may take it
+    await asyncio.sleep(2.6)  # past the first lease: renewed, so nobody else may take it
     assert not rebuilding.done()
     assert not await rebuild_stage.registry.claim_rebuild("another replica", 60)
     await rebuild_stage.redis.delete("pairing:{busy}:rebuilding")  # lost (a flush, a lapse)

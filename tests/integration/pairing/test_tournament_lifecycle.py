@@ -234,7 +234,7 @@ class DeskUnderTest:
     def __init__(self, pairing, redis, poke) -> None:
         self.metrics = Metrics("pairing-batch-test")
         self.results = ResultDesk(pairing.db, pairing.clock, BusyRegistry(redis, 600), WatchHub(redis),
-                                  PairingMetrics.create(self.metrics), poke, "pairing")
+                                  PairingMetrics.create(self.metrics), poke, "pairing", alone=lambda: True)
 
     def ignored(self, reason: str) -> float:
         """arbiter_results_ignored_total of one reason."""
