@@ -17,7 +17,7 @@ from arbiter.contracts import tournament_pb2_grpc
 from arbiter.kit import events
 from arbiter.kit.creators import ensure_creator_registry
 from arbiter.kit.grpcserver import GrpcService
-from arbiter.kit.kafka import owns_every_partition, subscribe_many
+from arbiter.kit.kafka import SoleConsumer, subscribe_many
 from arbiter.kit.logs import configure_logging
 from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
@@ -61,7 +61,7 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
     )
     # The subscriber is made below, from the desk's handlers; the desk asks about it only once serving.
     desk = ResultDesk(infra.pool, infra.time_source, busy, hub, metrics, director.poke, SERVICE,
-                      alone=lambda: owns_every_partition(results_subscriber))
+                      alone=SoleConsumer(lambda: results_subscriber, settings.sole_consumer_settle_seconds))
     results_subscriber = subscribe_many(infra.broker, settings, infra.metrics, {
         events.GAME_STARTED: desk.on_started,
         events.GAME_FINISHED: desk.on_finished,

@@ -216,11 +216,7 @@ class ResultDesk:
                     # Another replica may have scored a round's other last games at the same time: each
                     # statement saw the other's as open. Looked at again once committed, the later of the
                     # two sees both, so the round moves on now rather than at the next scan.
-                    raced = await store.without_open_games(connection, sorted(unsure))
-                    if raced:
-                        log.info("rounds completed by results applied here and elsewhere at once",
-                                 extra={"tournament_ids": raced})
-                    complete += raced
+                    complete += await self._completed_meanwhile(connection, sorted(unsure))
         # A redelivered event counts as a duplicate whatever it carries; a new one that applied
         # nothing was invalid or came after its game's result.
         duplicates = repeated + sum(1 for event_id in in_batch if event_id not in done.recorded)
@@ -262,6 +258,22 @@ class ResultDesk:
         if applied:
             return "handled"
         return "duplicate" if ours and duplicates == len(ours) else "ignored"
+
+    async def _completed_meanwhile(self, connection: asyncpg.Connection, tournament_ids: list[str]) -> list[str]:
+        """The tournaments among `tournament_ids` without an open game now; none if that cannot be read.
+
+        The results are committed already: a failure here must not make the batch come again, which
+        would find every event recorded and announce nothing. The reconcile scan still finds the round.
+        """
+        try:
+            raced = await store.without_open_games(connection, tournament_ids)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            log.warning("could not look at the rounds again; the scan will", extra={"error": repr(error)})
+            return []
+        if raced:
+            log.info("rounds completed by results applied here and elsewhere at once",
+                     extra={"tournament_ids": raced})
+        return raced
 
     async def _announce(self, applied: Sequence[tuple[IncomingResult, store.Row]]) -> None:
         """Tell watchers."""

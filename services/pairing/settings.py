@@ -37,6 +37,11 @@ class PairingSettings(WatchSettings):
     # (5,000 at once: 2,076/s at 500, 2,314-2,416/s at 2,000; issue 9 note). Steady load makes small
     # batches anyway.
     result_batch_size: int = Field(default=2000, ge=1)
+    # A replica that has had every result partition to itself this long (real seconds) skips the look
+    # at a round again after its results commit: no other replica can be finishing the round with it.
+    # Longer than a batch of results can take, as the replica that had partitions before may still be
+    # handling one after a rebalance.
+    sole_consumer_settle_seconds: float = Field(default=30.0, ge=0)
     # The Kafka consumer group of this deployment's replicas (offsets live with it). Systems sharing
     # one broker, like the test suite's, each need their own: tansu can leave a group whose members
     # all left wedged for the next process that joins it.

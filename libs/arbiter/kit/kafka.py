@@ -305,17 +305,43 @@ async def read_window(settings: KitSettings, topic: Topic, since_ms: int, handle
         await consumer.stop()
 
 
-def owns_every_partition(subscriber: Any) -> bool:
-    """Whether `subscriber`'s consumer is assigned every partition of its topics: no other replica consumes them."""
-    consumer = getattr(subscriber, "consumer", None)
-    if consumer is None:
+def owns_every_partition(consumer: AIOKafkaConsumer | None) -> bool:
+    """Whether `consumer` is assigned every partition of the topics it subscribes to: no other consumes them."""
+    topics = consumer.subscription() if consumer is not None else set()
+    if consumer is None or not topics:
         return False
     assigned = consumer.assignment()
-    for topic in consumer.subscription():
+    for topic in topics:
         partitions = consumer.partitions_for_topic(topic)
         if not partitions or any(TopicPartition(topic, partition) not in assigned for partition in partitions):
             return False
     return True
+
+
+class SoleConsumer:
+    """Whether a subscriber has had every partition of its topics to itself, unchanged, for `settle_seconds`.
+
+    Right after a rebalance another replica may still be handling a batch of partitions it was
+    just given up (aiokafka takes them away without waiting for it): the settling time covers it.
+    """
+
+    def __init__(self, subscriber: Callable[[], Any], settle_seconds: float) -> None:
+        self.subscriber = subscriber
+        self.settle_seconds = settle_seconds
+        self._assignment: frozenset[TopicPartition] = frozenset()
+        self._since = 0.0
+
+    def __call__(self) -> bool:
+        """True once the subscriber's consumer has owned every partition, with no change, for the settling time."""
+        consumer = getattr(self.subscriber(), "consumer", None)
+        if not owns_every_partition(consumer):
+            self._assignment = frozenset()
+            return False
+        assignment = frozenset(consumer.assignment())
+        now = time.monotonic()
+        if assignment != self._assignment:
+            self._assignment, self._since = assignment, now
+        return now - self._since >= self.settle_seconds
 
 
 async def ensure_topics(bootstrap_servers: str, partitions: int, topics: Sequence[Topic] = ALL_TOPICS) -> None:

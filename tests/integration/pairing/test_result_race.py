@@ -35,11 +35,12 @@ def _finished(game_id: str, white: str, black: str) -> ev.GameFinished:
 
 
 async def _waiting_on_a_lock(pool, timeout: float = 20.0) -> None:
-    """Until some statement of this database waits on a row lock."""
+    """Until a statement of `pool` (its connections share one application name) waits on a lock."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while not await pool.fetchval("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                                  " AND wait_event_type = 'Lock'"):
+    name = await pool.fetchval("SELECT current_setting('application_name')")
+    while not await pool.fetchval("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1"
+                                  " AND wait_event_type = 'Lock'", name):
         assert loop.time() < deadline, "the first replica's statement never waited on the held game"
         await asyncio.sleep(0.02)
 
