@@ -8,9 +8,10 @@ import uuid
 from types import SimpleNamespace
 
 from aiokafka import AIOKafkaConsumer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from arbiter.kit.kafka import SoleConsumer, owns_every_partition
+from arbiter.contracts import events_pb2 as ev
+from arbiter.kit.events import Topic
+from arbiter.kit.kafka import SoleConsumer, ensure_topics, owns_every_partition
 
 
 def _member(bootstrap: str, group: str, topic: str) -> AIOKafkaConsumer:
@@ -31,12 +32,7 @@ async def _until(predicate, consumers: list[AIOKafkaConsumer], what: str, timeou
 async def test_a_lone_member_owns_every_partition_and_a_second_one_ends_that(infra_env) -> None:
     bootstrap = infra_env["KAFKA_BOOTSTRAP_SERVERS"]
     topic, group = f"kit.owned.{uuid.uuid4().hex[:8]}", f"kit-owned-{uuid.uuid4().hex[:8]}"
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
-    finally:
-        await admin.close()
+    await ensure_topics(bootstrap, 2, [Topic(topic, ev.GameStarted, "game_id")])
     assert not owns_every_partition(None)
     first = _member(bootstrap, group, topic)
     sole = SoleConsumer(lambda: SimpleNamespace(consumer=first), settle_seconds=0.5)

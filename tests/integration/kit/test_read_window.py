@@ -7,11 +7,10 @@ import uuid
 
 import pytest
 from aiokafka import AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.events import Topic
-from arbiter.kit.kafka import read_window
+from arbiter.kit.kafka import ensure_topics, read_window
 from arbiter.kit.settings import KitSettings
 
 MINUTE_MS = 60_000
@@ -25,14 +24,9 @@ def _settings(infra_env: dict[str, str]) -> KitSettings:
 
 
 async def _new_topic(bootstrap: str, partitions: int) -> Topic:
-    name = f"kit.window.{uuid.uuid4().hex[:8]}"
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
-    finally:
-        await admin.close()
-    return Topic(name, ev.GameStarted, "game_id")
+    topic = Topic(f"kit.window.{uuid.uuid4().hex[:8]}", ev.GameStarted, "game_id")
+    await ensure_topics(bootstrap, partitions, [topic])
+    return topic
 
 
 async def _produce(bootstrap: str, topic: Topic, stamped: list[tuple[int, str, int]]) -> None:
