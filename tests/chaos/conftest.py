@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from arbiter.devstack.chaos import FaultCounts
-from arbiter.devstack.infra import create_database, start_redis, start_tansu
+from arbiter.devstack.infra import create_database, drop_database, start_redis, start_tansu
 from arbiter.devstack.processes import ManagedProcess, free_port
 from arbiter.devstack.stack import SERVICE_NAMES, SystemStack
 
@@ -86,6 +86,7 @@ class Systems:
         self.directory = directory
         self.stacks: list[SystemStack] = []
         self.infra: list[ManagedProcess] = []
+        self.databases: list[str] = []
 
     def start(self, names: Iterable[str] = SERVICE_NAMES, *, time_scale: float = 60.0,
               extra_env: dict[str, str] | None = None) -> SystemStack:
@@ -95,7 +96,9 @@ class Systems:
         self.infra.append(tansu)
         redis = start_redis(redis_port, self.directory / f"redis-{n}" / "redis.log")
         self.infra.append(redis)
-        database_url = asyncio.run(create_database(self.postgres_server_url, f"arbiter_chaos_{uuid.uuid4().hex[:10]}"))
+        database = f"arbiter_chaos_{uuid.uuid4().hex[:10]}"
+        database_url = asyncio.run(create_database(self.postgres_server_url, database))
+        self.databases.append(database)
         env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{kafka_port}",
                "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0", "DATABASE_URL": database_url}
         stack = SystemStack(self.directory / f"system-{n}", time_scale=time_scale, free_ports=True, environ=env,
@@ -112,6 +115,10 @@ class Systems:
             stack.stop()
         for process in self.infra:
             process.stop(signal.SIGINT if process.name == "tansu" else signal.SIGTERM)
+        # The machine's server outlives the suite, as for the test session's database (tests/conftest.py).
+        if os.environ.get("ARBITER_KEEP_TEST_DATABASE") != "1":
+            for database in self.databases:
+                asyncio.run(drop_database(self.postgres_server_url, database))
 
 
 @pytest.fixture
