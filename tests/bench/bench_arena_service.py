@@ -55,7 +55,7 @@ from aiokafka import AIOKafkaProducer
 from arbiter.contracts import arena_pb2 as ap
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
-from arbiter.devstack.infra import create_database, postgres_reachable
+from arbiter.devstack.infra import scratch_database
 from arbiter.devstack.stack import SystemStack
 from arbiter.kit import events
 from arbiter.kit.creators import ensure_creator_registry
@@ -74,7 +74,6 @@ from services.arena.results import ResultDesk
 from services.arena.settings import ArenaSettings
 from services.arena.watch import WatchHub
 
-LOCAL_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
 RESULTS = (cm.GAME_RESULT_WHITE_WINS, cm.GAME_RESULT_BLACK_WINS, cm.GAME_RESULT_DRAW)
 
 
@@ -400,28 +399,14 @@ def main() -> None:
     args = parser.parse_args()
 
     environ = dict(os.environ)
-    server = environ.get("DATABASE_URL") or (LOCAL_POSTGRES if postgres_reachable(LOCAL_POSTGRES) else "")
-    database = f"arbiter_bench_{uuid.uuid4().hex[:8]}"
-    if server:
-        environ["DATABASE_URL"] = asyncio.run(create_database(server, database))
     # The system benchmark's fetch wait (tansu answers a fetch only when it ends): it sets how often
     # an idle consumer polls, so what foreign games and idleness cost depends on it.
     extra_env = {"KAFKA_FETCH_MAX_WAIT_MS": str(args.fetch_wait_ms)} if args.foreign_games else {}
-    with tempfile.TemporaryDirectory(prefix="bench-arena-") as state, SystemStack(
+    with scratch_database(environ), tempfile.TemporaryDirectory(prefix="bench-arena-") as state, SystemStack(
         Path(state), free_ports=True, environ=environ, say=lambda line: print("  " + line), extra_env=extra_env,
     ) as stack:
         stack.start_infrastructure()
         asyncio.run(run_foreign(args, stack) if args.foreign_games else run(args, stack))
-    if server:
-        asyncio.run(_drop(server, database))
-
-
-async def _drop(server: str, database: str) -> None:
-    connection = await asyncpg.connect(server)
-    try:
-        await connection.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-    finally:
-        await connection.close()
 
 
 if __name__ == "__main__":

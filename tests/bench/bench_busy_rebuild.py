@@ -20,7 +20,6 @@ import asyncio
 import os
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import asyncpg
@@ -29,7 +28,7 @@ from aiokafka import AIOKafkaProducer
 
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
-from arbiter.devstack.infra import create_database, drop_database, postgres_reachable
+from arbiter.devstack.infra import scratch_database
 from arbiter.devstack.stack import SystemStack
 from arbiter.kit import events
 from arbiter.kit.db import create_pool, migrate, migrations_in
@@ -39,9 +38,6 @@ from arbiter.kit.settings import KitSettings
 from services.pairing.busy import BusyRebuild, BusyRegistry
 from services.pairing.main import MIGRATIONS
 from services.pairing.metrics import PairingMetrics
-
-LOCAL_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
-
 
 async def publish_history(bootstrap: str, games: int, running_share: float) -> set[str]:
     """Publish the games' starts and most of their ends; return the players of the games still running."""
@@ -116,19 +112,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     environ = dict(os.environ)
-    server = environ.get("DATABASE_URL") or (LOCAL_POSTGRES if postgres_reachable(LOCAL_POSTGRES) else "")
-    database = f"arbiter_bench_{uuid.uuid4().hex[:8]}"
-    if server:
-        environ["DATABASE_URL"] = asyncio.run(create_database(server, database))
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-busy-") as state, SystemStack(
-            Path(state), free_ports=True, environ=environ, say=lambda line: print("  " + line),
-        ) as stack:
-            stack.start_infrastructure()
-            asyncio.run(run(args, stack))
-    finally:
-        if server:
-            asyncio.run(drop_database(server, database))
+    with scratch_database(environ), tempfile.TemporaryDirectory(prefix="bench-busy-") as state, SystemStack(
+        Path(state), free_ports=True, environ=environ, say=lambda line: print("  " + line),
+    ) as stack:
+        stack.start_infrastructure()
+        asyncio.run(run(args, stack))
 
 
 if __name__ == "__main__":

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import asyncpg
 import grpc
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
@@ -43,13 +42,12 @@ from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.contracts import tournament_pb2_grpc
-from arbiter.devstack.infra import create_database, postgres_reachable
+from arbiter.devstack.infra import scratch_database
 from arbiter.devstack.stack import SystemStack
 from arbiter.kit import events
 from arbiter.kit.events import stamp_meta, timestamp
 from arbiter.kit.timesource import TimeSource
 
-LOCAL_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
 SERVICES = ("openings", "rating", "pairing")
 RESULTS = (cm.GAME_RESULT_WHITE_WINS, cm.GAME_RESULT_DRAW, cm.GAME_RESULT_BLACK_WINS)
 
@@ -290,13 +288,9 @@ def main() -> None:
     args = parser.parse_args()
 
     environ = dict(os.environ)
-    server = environ.get("DATABASE_URL") or (LOCAL_POSTGRES if postgres_reachable(LOCAL_POSTGRES) else "")
-    database = f"arbiter_bench_{uuid.uuid4().hex[:8]}"
-    if server:
-        environ["DATABASE_URL"] = asyncio.run(create_database(server, database))
     extra = {"PAIRING_PROCESSES": str(args.processes), "PAIRING_CONCURRENCY": str(args.concurrency),
              "DB_POOL_MAX": "20"}
-    with tempfile.TemporaryDirectory(prefix="bench-pairing-") as state, SystemStack(
+    with scratch_database(environ), tempfile.TemporaryDirectory(prefix="bench-pairing-") as state, SystemStack(
         Path(state), time_scale=args.time_scale, free_ports=True, environ=environ, extra_env=extra,
         say=lambda line: print("  " + line),
     ) as stack:
@@ -304,16 +298,6 @@ def main() -> None:
         stack.start_services(SERVICES)
         stack.wait_serving(timeout=120, names=SERVICES)
         asyncio.run(run(args, stack))
-    if server:
-        asyncio.run(_drop(server, database))
-
-
-async def _drop(server: str, database: str) -> None:
-    connection = await asyncpg.connect(server)
-    try:
-        await connection.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-    finally:
-        await connection.close()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import uuid
+from collections.abc import Iterator, MutableMapping
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -136,3 +139,25 @@ __all__ = [
     "EmbeddedPostgres", "create_database", "drop_database", "free_port", "port_open", "postgres_reachable",
     "redis_reachable", "start_redis", "start_tansu", "with_database",
 ]
+
+
+# The machine's PostgreSQL, when a script is given none.
+LOCAL_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+@contextmanager
+def scratch_database(environ: MutableMapping[str, str], prefix: str = "arbiter_bench") -> Iterator[None]:
+    """Point `environ`'s DATABASE_URL at a fresh database on its server (or the machine's), dropped afterwards.
+
+    With no server at all, `environ` is left as it is (the stack then starts an embedded one).
+    """
+    server = environ.get("DATABASE_URL") or (LOCAL_POSTGRES if postgres_reachable(LOCAL_POSTGRES) else "")
+    if not server:
+        yield
+        return
+    database = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    environ["DATABASE_URL"] = asyncio.run(create_database(server, database))
+    try:
+        yield
+    finally:
+        asyncio.run(drop_database(server, database))
