@@ -25,8 +25,12 @@ proto-check: setup
 run: setup
 	$(BIN)/arbiter up --demo
 
+# Two workers, each with its own broker, Redis and database (tests/conftest.py's session fixtures);
+# a file's tests stay on one worker so that its module-scoped services are shared.
+TEST_WORKERS ?= 2
+
 test: setup proto-check tools
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 unit: setup
 	$(BIN)/pytest tests/unit
