@@ -28,18 +28,19 @@ run: setup
 # Two workers, each with its own broker, Redis and database (tests/conftest.py's session fixtures);
 # a file's tests stay on one worker so that its module-scoped services are shared.
 TEST_WORKERS ?= 2
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 
 test: setup proto-check tools
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest $(PARALLEL)
 
 unit: setup
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest $(PARALLEL) tests/unit
 
 integration: setup
-	$(BIN)/pytest tests/integration
+	$(BIN)/pytest $(PARALLEL) tests/integration
 
 e2e: setup
-	$(BIN)/pytest tests/e2e
+	$(BIN)/pytest $(PARALLEL) tests/e2e
 
 bench: setup
 	@for script in tests/bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
