@@ -122,11 +122,22 @@ return table.concat(out)
 
 # The copy of a PostgreSQL record (Triple Block): written only when its row version is newer
 # than the copy's, and, unless ARGV[6] is '*', only if the string is still at that version.
-# KEYS: string, deadlines, early hash. ARGV: row version, member, deadline, ttl, body,
-# expected version or '*', then plies to drop. Returns 1 written, 0 older, -1 changed.
+# A copy already current whose deadline is in neither set (lost on its own: the string came
+# back before the set entry went) gets the deadline again; a claimed game (in flight) keeps
+# its claim. A Triple Block game lives for months: a lost deadline would never flag it.
+# KEYS: string, deadlines, early hash, inflight. ARGV: row version, member, deadline, ttl, body,
+# expected version or '*', then plies to drop. Returns 1 written, 2 deadline put back, 0 older
+# or already whole, -1 changed.
 _MIRROR = _HEADER + """
 local version, row = header(redis.call('GET', KEYS[1]))
-if tonumber(row) >= tonumber(ARGV[1]) then return 0 end
+if tonumber(row) >= tonumber(ARGV[1]) then
+  if tonumber(row) == tonumber(ARGV[1]) and ARGV[3] ~= ''
+      and not redis.call('ZSCORE', KEYS[2], ARGV[2]) and not redis.call('ZSCORE', KEYS[4], ARGV[2]) then
+    redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
+    return 2
+  end
+  return 0
+end
 if ARGV[6] ~= '*' and version ~= ARGV[6] then return -1 end
 local value = tostring((tonumber(version) or 0) + 1) .. ';' .. ARGV[1] .. ARGV[5]
 if ARGV[4] == '' then redis.call('SET', KEYS[1], value) else redis.call('SET', KEYS[1], value, 'PX', ARGV[4]) end
@@ -361,7 +372,7 @@ class LiveStore:
         """
         deadline = record_deadline_ms(record)
         reply = await self._mirror(
-            keys=[self.key(record.game_id), self.deadlines, self.early_key(record.game_id)],
+            keys=[self.key(record.game_id), self.deadlines, self.early_key(record.game_id), self.inflight],
             args=[row_version, record.game_id, "" if deadline is None else str(deadline), self._ttl(record),
                   encode_body(record), "*" if expected is None else expected,
                   *(str(ply) for ply in record.consumed_early)],
