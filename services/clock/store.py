@@ -124,14 +124,15 @@ return table.concat(out)
 # than the copy's, and, unless ARGV[6] is '*', only if the string is still at that version.
 # A copy already current whose deadline is in neither set (lost on its own: the string came
 # back before the set entry went) gets the deadline again; a claimed game (in flight) keeps
-# its claim. A Triple Block game lives for months: a lost deadline would never flag it.
+# its claim. A Triple Block game lives for months: a lost deadline would never flag it (TB-4).
 # KEYS: string, deadlines, early hash, inflight. ARGV: row version, member, deadline, ttl, body,
 # expected version or '*', then plies to drop. Returns 1 written, 2 deadline put back, 0 older
 # or already whole, -1 changed.
 _MIRROR = _HEADER + """
 local version, row = header(redis.call('GET', KEYS[1]))
-if tonumber(row) >= tonumber(ARGV[1]) then
-  if tonumber(row) == tonumber(ARGV[1]) and ARGV[3] ~= ''
+local stored, given = tonumber(row), tonumber(ARGV[1])
+if stored >= given then
+  if stored == given and ARGV[3] ~= ''
       and not redis.call('ZSCORE', KEYS[2], ARGV[2]) and not redis.call('ZSCORE', KEYS[4], ARGV[2]) then
     redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
     return 2

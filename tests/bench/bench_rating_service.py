@@ -30,19 +30,17 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import asyncpg
 import psutil
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
-from arbiter.devstack.infra import create_database, postgres_reachable
+from arbiter.devstack.infra import scratch_database
 from arbiter.devstack.stack import SystemStack
 from arbiter.kit import events
 from arbiter.kit.kafka import ensure_topics
 from services.rating.settings import RatingSettings
 
-LOCAL_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
 POOLS = (("international", cm.SPEED_BLITZ), ("international", cm.SPEED_RAPID),
          ("russian", cm.SPEED_BLITZ), ("english", cm.SPEED_BULLET))
 RESULTS = (cm.GAME_RESULT_WHITE_WINS, cm.GAME_RESULT_BLACK_WINS, cm.GAME_RESULT_DRAW)
@@ -218,11 +216,9 @@ def main() -> None:
     args = parser.parse_args()
 
     environ = dict(os.environ)
-    server = environ.get("DATABASE_URL") or (LOCAL_POSTGRES if postgres_reachable(LOCAL_POSTGRES) else "")
-    database = f"arbiter_bench_rating_{uuid.uuid4().hex[:8]}"  # only this run's database is dropped at the end
-    if server:
-        environ["DATABASE_URL"] = asyncio.run(create_database(server, database))
-    with tempfile.TemporaryDirectory(prefix="bench-rating-") as state, SystemStack(
+    with scratch_database(environ, "arbiter_bench_rating"), tempfile.TemporaryDirectory(
+        prefix="bench-rating-"
+    ) as state, SystemStack(
         Path(state), free_ports=True, environ=environ, extra_env={"RATING_BATCH_SIZE": str(args.batch)},
         say=lambda line: print("  " + line),
     ) as stack:
@@ -230,16 +226,6 @@ def main() -> None:
         stack.start_services(("rating",))
         stack.wait_serving(timeout=60, names=("rating",))
         asyncio.run(run(args, stack))
-    if server:
-        asyncio.run(_drop(server, database))
-
-
-async def _drop(server: str, database: str) -> None:
-    connection = await asyncpg.connect(server)
-    try:
-        await connection.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-    finally:
-        await connection.close()
 
 
 if __name__ == "__main__":

@@ -135,12 +135,6 @@ class EmbeddedPostgres:
             self.server = None
 
 
-__all__ = [
-    "EmbeddedPostgres", "create_database", "drop_database", "free_port", "port_open", "postgres_reachable",
-    "redis_reachable", "start_redis", "start_tansu", "with_database",
-]
-
-
 # The machine's PostgreSQL, when a script is given none.
 LOCAL_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
 
@@ -161,3 +155,9 @@ def scratch_database(environ: MutableMapping[str, str], prefix: str = "arbiter_b
         yield
     finally:
         asyncio.run(drop_database(server, database))
+
+
+__all__ = [
+    "LOCAL_POSTGRES", "EmbeddedPostgres", "create_database", "drop_database", "free_port", "port_open",
+    "postgres_reachable", "redis_reachable", "scratch_database", "start_redis", "start_tansu", "with_database",
+]

@@ -1,9 +1,10 @@
-"""A minimal consumer built on the kit, run as a child process by test_sigkill_redelivery.py.
+"""A minimal consumer built on the kit, run as a child process by test_outbox_idempotency.py.
 
-It consumes game.finished in group $GROUP_ID and, in one transaction, records the event id
-and inserts an effect row. Every delivery is also logged outside that transaction, so the
-test can see a redelivery. When it handles game $CRASH_GAME_ID and $CRASH_MARKER names a
-file that does not exist yet, the process creates it and SIGKILLs itself right after the
+It consumes game.finished in group $GROUP_ID and handles only game $GAME_ID (the topic is
+shared with every other test of the session; some publish bare events): in one transaction it
+records the event id and inserts an effect row. Every delivery is also logged outside that
+transaction, so the test can see a redelivery. When $CRASH_MARKER names a file that does not
+exist yet, the process creates it and SIGKILLs itself right after the
 effect committed and before the offset commit: the window the outbox/idempotency design
 must survive.
 """
@@ -31,6 +32,7 @@ CREATE TABLE IF NOT EXISTS effects (game_id text NOT NULL, at timestamptz NOT NU
 async def main() -> None:
     settings = load_settings(KitSettings, grpc_port=0, metrics_port=0)
     schema = os.environ["SCHEMA"]
+    game_id = os.environ["GAME_ID"]
     crash_marker = Path(os.environ["CRASH_MARKER"]) if os.environ.get("CRASH_MARKER") else None
     metrics = Metrics("kit_consumer")
     pool = await create_pool(settings.database_url, schema)
@@ -39,16 +41,14 @@ async def main() -> None:
     broker = make_broker(settings, "kit_consumer", metrics)
 
     async def on_finished(event: events.ev.GameFinished) -> str:
-        # game.finished is shared with every other test of the session; some publish bare events.
-        if not event.game_id.startswith(os.environ["GAME_ID_PREFIX"]):
+        if event.game_id != game_id:
             return "ignored"
         await pool.execute("INSERT INTO deliveries (game_id) VALUES ($1)", event.game_id)
         async with pool.acquire() as connection, connection.transaction():
             if not await first_delivery(connection, "kit_consumer", event.meta.event_id):
                 return "duplicate"
             await connection.execute("INSERT INTO effects (game_id) VALUES ($1)", event.game_id)
-        crash_here = event.game_id == os.environ.get("CRASH_GAME_ID")
-        if crash_here and crash_marker is not None and not crash_marker.exists():
+        if crash_marker is not None and not crash_marker.exists():
             crash_marker.write_text("crashed after the effect, before the offset commit")
             os.kill(os.getpid(), signal.SIGKILL)
         return "handled"

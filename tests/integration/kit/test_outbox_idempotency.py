@@ -138,7 +138,7 @@ async def test_sigkill_after_effect_before_offset_commit_redelivers_and_effect_h
            "CRASH_MARKER": str(tmp_path / "crashed"), "KAFKA_SESSION_TIMEOUT_MS": "6000",
            "KAFKA_HEARTBEAT_INTERVAL_MS": "500"}
     game_id = f"g-{uuid.uuid4().hex}"
-    env["CRASH_GAME_ID"] = env["GAME_ID_PREFIX"] = game_id
+    env["GAME_ID"] = game_id
     command = [sys.executable, str(HERE / "consumer_process.py")]
     first = ManagedProcess("consumer-1", command, tmp_path / "consumer-1.log", env=env).start()
     producer = await producer_pool(settings, "kit_producer")
