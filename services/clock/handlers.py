@@ -9,8 +9,10 @@ at-least-once delivery needs no processed-event table here.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import asyncpg
 
@@ -26,6 +28,7 @@ from services.clock.messages import (
     meta_of_requested,
     meta_of_started,
     ms_of,
+    time_control_problem,
 )
 from services.clock.metrics import ClockMetrics
 from services.clock.model import GameRecord, Kind, Status
@@ -33,6 +36,9 @@ from services.clock.publisher import StatePublisher
 from services.clock.records import CorrespondenceStore, StaleSeedError
 from services.clock.store import LiveStore
 
+log = logging.getLogger(__name__)
+# A GameRequested or a GameStarted: both carry a game id and a time control.
+E = TypeVar("E", ev.GameRequested, ev.GameStarted)
 # A change to one game: returns its outcome (counted) and the moves it applied (their ClockState).
 Mutation = Callable[[GameRecord], "tuple[str, list[ops.AppliedMove]]"]
 # What the move path reads of a MoveMade: player id, ply, played_at in ms (None when not set).
@@ -161,6 +167,7 @@ class ClockHandlers:
 
     async def on_requested(self, batch: list[ev.GameRequested]) -> str:
         """Store the time control, rated flag and competition; start if GameStarted came first."""
+        batch = self._playable("requested", batch)
         now = self.now_ms()
         items = [(e.game_id, _with_moves(ops.on_requested, meta_of_requested(e), now), kind_of(e.time_control))
                  for e in batch]
@@ -171,6 +178,7 @@ class ClockHandlers:
 
     async def on_started(self, batch: list[ev.GameStarted]) -> str:
         """Start the first mover's clock at started_at, present or not (T-16)."""
+        batch = self._playable("started", batch)
         now = self.now_ms()
         items = [(e.game_id, _start(e, ms_of(e.started_at), now), kind_of(e.time_control)) for e in batch]
         self._count("started", await self.change_many(items))
@@ -200,6 +208,23 @@ class ClockHandlers:
         outcomes = await self.change_many(items)
         self._count("boost", outcomes)
         return "handled" if {"applied", "parked"} & set(outcomes) else "ignored"
+
+    def _playable(self, kind: str, batch: list[E]) -> list[E]:
+        """The events whose time control the rules accept (or that carry none); the rest counted and logged.
+
+        A clock the rules refuse cannot run, and an event that failed every time would hold its
+        partition for good: such a game is left without a clock.
+        """
+        kept = []
+        for event in batch:
+            problem = time_control_problem(event.time_control)
+            if problem is None:
+                kept.append(event)
+                continue
+            self.metrics.count(kind, "invalid")
+            log.warning("game ignored: the rules refuse its time control",
+                        extra={"game_id": event.game_id, "error": problem})
+        return kept
 
     def _count(self, kind: str, outcomes: list[str]) -> None:
         for outcome, n in Counter(outcomes).items():

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from arbiter.clocks import FischerClock, Side, TripleBlockClock, disconnect_deadline_ms
+from arbiter.clocks import DAY_S, FischerClock, Side, TimeControlError, TripleBlockClock, disconnect_deadline_ms
 from arbiter.clocks.verdict import clock_instant, instant_ms
 from arbiter.contracts import clock_pb2 as cp
 from arbiter.contracts import common_pb2 as common
@@ -58,6 +60,35 @@ def _time_control(meta: dict[str, object], control: common.TimeControl) -> None:
         tb = control.triple_block
         meta.update(kind=Kind.TRIPLE_BLOCK, tb_increment_days=tb.increment_days, tb_bank_days=tb.bank_days,
                     guaranteed_time=tb.guaranteed_time)
+
+
+def time_control_problem(control: common.TimeControl) -> str | None:
+    """Why the rules refuse this time control (0+0, a Triple Block outside TB-5), or None; unset is none."""
+    which = control.WhichOneof("kind")
+    if which == "fischer":
+        return _fischer_problem(control.fischer.base_seconds, control.fischer.increment_seconds)
+    if which == "triple_block":
+        return _triple_block_problem(control.triple_block.increment_days, control.triple_block.bank_days)
+    return None
+
+
+# Every game of the site goes through these: a site has few time controls, so their answers are kept.
+@lru_cache(maxsize=256)
+def _fischer_problem(base_s: int, increment_s: int) -> str | None:
+    try:
+        FischerClock.new(base_s, increment_s)
+    except TimeControlError as error:
+        return str(error)
+    return None
+
+
+@lru_cache(maxsize=64)
+def _triple_block_problem(increment_days: int, bank_days: int) -> str | None:
+    try:
+        TripleBlockClock.new(increment_days * DAY_S, bank_days * DAY_S)
+    except TimeControlError as error:
+        return str(error)
+    return None
 
 
 def meta_of_requested(event: ev.GameRequested) -> GameMeta:

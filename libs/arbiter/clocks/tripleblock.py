@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 from arbiter.clocks.common import ClockError, Side
+from arbiter.clocks.speed import TimeControlError
 
 DAY_S = 86_400
 # TB-1: the clock starts at 50 days and never shows more.
@@ -95,7 +96,8 @@ class TripleBlockState:
         total = self.clock_s + self.bank_s + earned
         clock = min(CLOCK_CAP_S, total)
         bank = total - clock
-        if self.guaranteed_time and earned == 0 and bank == 0 and clock < GUARANTEED_TIME_S:
+        past_increment = self.moves_made >= INCREMENT_MOVES
+        if self.guaranteed_time and past_increment and bank == 0 and clock < GUARANTEED_TIME_S:
             clock = GUARANTEED_TIME_S
         return replace(self, clock_s=clock, bank_s=bank, moves_made=self.moves_made + 1)
 
@@ -165,7 +167,15 @@ class TripleBlockClock:
         guaranteed_time: bool = False,
         first: Side = Side.WHITE,
     ) -> TripleBlockClock:
-        """A game with both players at their initial blocks (TB-1, TB-5), not yet running."""
+        """A game with both players at their initial blocks (TB-1, TB-5), not yet running.
+
+        TimeControlError unless the increment is 1..9 days and the bank 50 or 75 days (TB-5).
+        """
+        if increment_s not in _INCREMENTS_S or bank_s not in _BANKS_S:
+            raise TimeControlError(
+                f"Triple Block increment {increment_s} s and bank {bank_s} s: the increment is 1..9 days"
+                f" and the bank 50 or 75 days (TB-5)"
+            )
         state = TripleBlockState.initial(increment_s, bank_s, guaranteed_time)
         return cls(white=state, black=state, to_move=first)
 
@@ -211,15 +221,23 @@ class TripleBlockClock:
         return self._synced(now_s).side(side).clock_s
 
     def flag_deadline(self) -> int | None:
-        """TB-4: the instant the side to move loses on time (ETL), or None while stopped."""
+        """TB-4: the instant a side loses on time (ETL), or None while stopped.
+
+        Normally the side to move's; a side not to move whose clock a rejected claim or appeal
+        emptied (TB-7) lost when the clocks restarted, so the deadline is then.
+        """
         if self.running_since_s is None:
             return None
+        if self.side(self.to_move.other).is_out_of_time:
+            return self.running_since_s
         return self.running_since_s + self.side(self.to_move).clock_s
 
     def flagged_side(self, now_s: int) -> Side | None:
-        """TB-4: the side whose clock shows zero at `now_s`, if any."""
+        """TB-4: the side whose clock shows zero at `now_s`, if any; the one that reached zero first."""
         synced = self._synced(now_s)
-        for side in (self.to_move, self.to_move.other):
+        # A side not to move can only show zero from a rejected claim's charge (TB-7), which
+        # emptied it when the clocks restarted: no later than the side to move ran out.
+        for side in (self.to_move.other, self.to_move):
             if synced.side(side).is_out_of_time:
                 return side
         return None
@@ -363,6 +381,8 @@ def schedule_table() -> list[tuple[int, int, int]]:
 
 
 MIN_LENGTH_DAYS = schedule_table()[0][2]
+_INCREMENTS_S = frozenset(days * DAY_S for days in INCREMENT_DAYS)
+_BANKS_S = frozenset(days * DAY_S for days in BANK_DAYS)
 
 
 def schedule_for(days_requested: int, start: date) -> Schedule:

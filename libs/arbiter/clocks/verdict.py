@@ -168,7 +168,8 @@ def decide(clock: Clock, now_ms: int, white: Presence = ABSENT, black: Presence 
       unrated (R-3, `loser_never_sat`) and the reason is NEVER_SAT.
     - T-19: when a side flags before any move and their opponent never moved nor connected
       (`Presence.seen`), both are absent: the game is abandoned, nobody wins. An opponent who
-      did connect wins: they could not move before the first mover did.
+      did connect wins: they could not move before the first mover did. Not for a Triple Block
+      game, where presence means nothing (correspondence): the empty clock loses (TB-4).
     When several are due, the earliest deadline decides; at the same instant a flag comes
     before a disconnection (the clock is the primary rule, T-16).
     """
@@ -193,6 +194,6 @@ def decide(clock: Clock, now_ms: int, white: Presence = ABSENT, black: Presence 
     if has_sat(clock, loser):
         return Verdict(Outcome.FLAGGED, loser, Termination.TIME, False, at_ms)
     opponent = loser.other
-    if not has_sat(clock, opponent) and not presence[opponent].seen:
+    if isinstance(clock, FischerClock) and not has_sat(clock, opponent) and not presence[opponent].seen:
         return Verdict(Outcome.ABANDONED, None, Termination.BOTH_ABSENT, True, at_ms)
     return Verdict(Outcome.FLAGGED, loser, Termination.NEVER_SAT, True, at_ms)

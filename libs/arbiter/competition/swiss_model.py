@@ -85,10 +85,14 @@ class PairingError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class SwissEntrant:
-    """An entrant: `number` is our stable id in the tournament; rank comes from rating, then name (T-13)."""
+    """An entrant: `number` is our stable id in the tournament; rank comes from rating, then name (T-13).
+
+    The rating is the exact Glicko-2 one: rounded, 1499.6 and 1500.4 would tie and the name would
+    rank them. Only the TRF's rating column is rounded.
+    """
 
     number: int
-    rating: int
+    rating: float
     name: str
 
 

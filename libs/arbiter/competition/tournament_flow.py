@@ -129,7 +129,7 @@ def initial_ranks(ratings: Mapping[str, float]) -> dict[str, int]:
     """Initial rank 1..n of each entrant: rating descending, then name (T-13)."""
     numbered = {player: index for index, player in enumerate(sorted(ratings), start=1)}
     order = initial_order(
-        SwissEntrant(number=numbered[player], rating=round(rating), name=player) for player, rating in ratings.items()
+        SwissEntrant(number=numbered[player], rating=rating, name=player) for player, rating in ratings.items()
     )
     return {entrant.name: rank for rank, entrant in enumerate(order, start=1)}
 
@@ -234,7 +234,7 @@ def pair_round(
         return _berger_draw(seats, round_number)
     by_rank = {seat.initial_rank: seat.player for seat in seats}
     rank_of = {seat.player: seat.initial_rank for seat in seats}
-    entrants = [SwissEntrant(seat.initial_rank, round(seat.rating), seat.player) for seat in seats]
+    entrants = [SwissEntrant(seat.initial_rank, seat.rating, seat.player) for seat in seats]
     rounds: list[list[SwissGame | SwissBye]] = [[] for _ in range(round_number - 1)]
     for game in history:
         if game.round < round_number:

@@ -196,7 +196,7 @@ def render_trf(prepared: PreparedTournament, *, rounds: int, name: str = "Arbite
             opponent = "0000" if leg.opponent is None else f"{starts[leg.opponent]:>4}"
             results.append(f"{opponent} {leg.colour} {leg.token}")
         number = entrant.number
-        line = _player_line(starts[number], entrant.name, entrant.rating, totals[number], places[number], results)
+        line = _player_line(starts[number], entrant.name, round(entrant.rating), totals[number], places[number], results)
         lines.append(line)
     return "\n".join(lines) + "\n"
 

@@ -14,6 +14,7 @@ import pytest
 
 from arbiter.contracts import clock_pb2
 from arbiter.contracts import common_pb2 as common
+from arbiter.simulator.bench import scrape
 from tests.integration.clock.conftest import (
     ClockClient,
     actor,
@@ -165,6 +166,37 @@ async def test_start_order_variant_early_moves_and_refusals(tools, unique) -> No
     for game_id, white, black in ((late_request, "lr-w", "lr-b"), (english, "en-w", "en-b"),
                                   (casual, "ca-w", "ca-b"), (early, "ea-w", "ea-b")):
         await site.finish(game_id, white, black)
+
+
+async def test_a_time_control_the_rules_refuse_leaves_its_game_without_a_clock(stack, tools, unique) -> None:
+    """0+0 and a Triple Block outside TB-5 cannot run: counted, logged, and the games after them still start."""
+    site, _tap, client, time = tools
+    zero, bad_bank, fine = unique("g-zero"), unique("g-bad-bank"), unique("g-fine")
+    metrics_url = stack.services["clock"].metrics_url
+    before = scrape(metrics_url)
+    t0 = whole_ms(time.now())
+    await site.request(zero, "z-w", "z-b", base=0, inc=0)
+    await site.start_game(bad_bank, "bb-w", "bb-b", at=t0, tb=(1, 60, False))
+    await site.request(fine, "f-w", "f-b", base=60)
+    await site.start_game(fine, "f-w", "f-b", at=t0)
+
+    def invalid(kind: str, samples: dict[str, float]) -> float:
+        wanted = (f'kind="{kind}"', 'outcome="invalid"')
+        return sum(value for series, value in samples.items()
+                   if series.startswith("arbiter_clock_events_total{") and all(label in series for label in wanted))
+
+    def counted() -> bool:
+        now = scrape(metrics_url)
+        return invalid("requested", now) > invalid("requested", before) and invalid("started", now) > invalid(
+            "started", before)
+
+    await eventually(counted, 10, "both refusals counted")
+    await eventually(lambda: _running(client, fine), 10, "the game after them started")
+    for game_id in (zero, bad_bank):
+        with pytest.raises(grpc.aio.AioRpcError) as missing:
+            await client.get(game_id)
+        assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    await site.finish(fine, "f-w", "f-b")
 
 
 async def _running(client: ClockClient, game_id: str) -> bool:

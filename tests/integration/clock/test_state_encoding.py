@@ -15,7 +15,7 @@ from services.clock.messages import StateEncoder, clock_state, encoded_state
 from services.clock.model import GameMeta, GameRecord, Kind
 
 LIVE = GameMeta(white_id="w", black_id="b", kind=Kind.FISCHER, base_s=60, increment_s=2)
-CORRESPONDENCE = GameMeta(white_id="w", black_id="b", kind=Kind.TRIPLE_BLOCK, tb_increment_days=1, tb_bank_days=3)
+CORRESPONDENCE = GameMeta(white_id="w", black_id="b", kind=Kind.TRIPLE_BLOCK, tb_increment_days=1, tb_bank_days=50)
 
 
 def reference(record: GameRecord, now_ms: int) -> tuple[bytes, bytes, bytes]:

@@ -16,6 +16,7 @@ from arbiter.clocks import (
     RefuelError,
     ScheduleError,
     Side,
+    TimeControlError,
     TripleBlockClock,
     TripleBlockState,
     event_length_days,
@@ -192,6 +193,15 @@ def test_no_guaranteed_time_at_three_days_or_more() -> None:
     assert state.after_move().clock_s == 4 * DAY_S - HOUR
 
 
+def test_guaranteed_time_only_past_move_fifty_whatever_the_increment() -> None:
+    # TB-6 says "past move 50", not "no increment earned": a state without an increment (never a
+    # new game's, TB-5) gets no reset before move 51.
+    early = tb(clock_days=1, bank_days=0, inc_days=0, moves=0, gt=True).after_move()
+    assert (early.clock_s, early.moves_made) == (DAY_S, 1)
+    move_51 = tb(clock_days=1, bank_days=0, inc_days=0, moves=50, gt=True).after_move()
+    assert move_51.clock_s == GUARANTEED_TIME_S
+
+
 def test_guaranteed_time_when_the_bank_runs_dry_on_this_move() -> None:
     # Decision: the check is made after the automatic refuel (TB-2 then TB-6), so a bank too
     # small to reach 3 days never leaves a player worse off than an empty one.
@@ -284,6 +294,32 @@ def test_appeal_stops_both_clocks_and_charges_a_wrong_appellant() -> None:
     assert rejected.black.clock_s == 47 * DAY_S
     assert rejected.white.clock_s == 45 * DAY_S
     assert rejected.flag_deadline() == 8 * DAY_S + 45 * DAY_S
+
+
+def test_a_wrong_appellant_emptied_by_the_charge_loses_when_the_clocks_restart() -> None:
+    # White, not to move, appeals and waits a day longer than its clock holds for the rejection
+    # (TB-7): white shows zero from the restart, a loss on time then (TB-4), before black runs out.
+    clock = game(at=0).after_move(W, DAY_S).after_move(B, 2 * DAY_S).after_move(W, 42 * DAY_S)
+    white_left = clock.white.clock_s
+    appealed = clock.file_appeal(W, 43 * DAY_S)
+    rejected = appealed.resolve_claim(43 * DAY_S + white_left + DAY_S, upheld=False)
+    restart = 43 * DAY_S + white_left + DAY_S
+    assert rejected.white.clock_s == 0 and rejected.to_move is B
+    assert rejected.flag_deadline() == restart
+    assert rejected.flagged_side(restart) is W
+    assert rejected.flagged_side(restart + CLOCK_CAP_S) is W
+
+
+@pytest.mark.parametrize(("increment_days", "bank_days"), [(0, 50), (10, 50), (1, 0), (1, 60), (0.5, 50)])
+def test_new_game_blocks_outside_tb5_are_refused(increment_days: float, bank_days: int) -> None:
+    with pytest.raises(TimeControlError, match="TB-5"):
+        TripleBlockClock.new(round(increment_days * DAY_S), bank_days * DAY_S)
+
+
+def test_every_tb5_schedule_makes_a_game() -> None:
+    for increment_days, bank_days, _ in schedule_table():
+        clock = TripleBlockClock.new(increment_days * DAY_S, bank_days * DAY_S)
+        assert (clock.white.increment_s, clock.black.bank_s) == (increment_days * DAY_S, bank_days * DAY_S)
 
 
 def test_claim_rules() -> None:

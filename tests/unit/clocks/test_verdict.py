@@ -241,12 +241,21 @@ def test_tb4_a_correspondence_clock_at_zero_loses_on_time_in_whole_seconds() -> 
     assert verdict == Verdict(Outcome.FLAGGED, W, Termination.TIME, False, deadline_s * 1000)
 
 
-def test_tb4_a_correspondence_player_who_never_moved() -> None:
+def test_tb4_a_correspondence_player_who_never_moved_loses_on_time_whoever_connected() -> None:
+    # T-19's "both absent" is a round game's rule: a correspondence opponent cannot move before the
+    # first mover and need not connect, so the empty clock loses (TB-4), unrated (R-3).
     tb = correspondence()
-    assert decide(tb, CLOCK_CAP_S * 1000) == Verdict(Outcome.ABANDONED, None, Termination.BOTH_ABSENT, True,
-                                                     CLOCK_CAP_S * 1000)
-    assert decide(tb, CLOCK_CAP_S * 1000, Presence(), HERE) == Verdict(
-        Outcome.FLAGGED, W, Termination.NEVER_SAT, True, CLOCK_CAP_S * 1000)
+    lost = Verdict(Outcome.FLAGGED, W, Termination.NEVER_SAT, True, CLOCK_CAP_S * 1000)
+    assert decide(tb, CLOCK_CAP_S * 1000) == lost
+    assert decide(tb, CLOCK_CAP_S * 1000, Presence(), HERE) == lost
+    assert decide(tb, CLOCK_CAP_S * 1000, HERE, Presence()) == lost
+
+
+def test_t19_still_abandons_a_live_game_neither_player_came_to() -> None:
+    clock = live()
+    deadline = flag_deadline_ms(clock)
+    assert deadline is not None
+    assert decide(clock, deadline) == Verdict(Outcome.ABANDONED, None, Termination.BOTH_ABSENT, True, deadline)
 
 
 def test_tb7_a_rejected_appeal_can_empty_the_clock_of_the_side_not_to_move() -> None:
@@ -257,6 +266,14 @@ def test_tb7_a_rejected_appeal_can_empty_the_clock_of_the_side_not_to_move() -> 
     charged = tb.file_appeal(W, 10).resolve_claim(200, upheld=False)  # white charged 190 s of 100
     assert flagged_side(charged, 200_000) is W
     assert decide(charged, 200_500, HERE, HERE) == Verdict(Outcome.FLAGGED, W, Termination.TIME, False, 200_500)
+    # Due when the clocks restart, not when black's full clock would run out (TB-4).
+    assert flag_deadline_ms(charged) == 200_000
+    assert next_deadline_ms(charged) == 200_000
+    # Black never moving afterwards does not make black the loser: white ran out first.
+    black_out_ms = (200 + CLOCK_CAP_S) * 1000
+    assert flagged_side(charged, black_out_ms) is W
+    assert decide(charged, black_out_ms, HERE, HERE) == Verdict(
+        Outcome.FLAGGED, W, Termination.TIME, False, black_out_ms)
 
 
 def test_termination_values_are_the_contracts() -> None:

@@ -76,6 +76,23 @@ def test_initial_ranks_by_rating_then_name() -> None:
         "eve": 1, "zoe": 2, "adam": 3, "bob": 4}
 
 
+def test_initial_ranks_use_the_exact_rating_not_a_rounded_one() -> None:
+    """T-13: 1500.4 ranks above 1499.6 even though the name would put the other first."""
+    assert initial_ranks({"zed": 1500.4, "amy": 1499.6}) == {"zed": 1, "amy": 2}
+    assert initial_ranks({"zed": 1500.5, "amy": 1500.5}) == {"amy": 1, "zed": 2}
+
+
+def test_a_swiss_first_round_pairs_by_the_exact_ratings() -> None:
+    """T-13: the top half meets the bottom half in initial-rank order, ranks from unrounded ratings."""
+    ratings = {"zed": 2000.4, "amy": 1999.6, "cal": 1900.0, "dan": 1800.0, "eli": 1700.0, "fay": 1600.0,
+               "gus": 1500.0, "hal": 1400.0}
+    ranks = initial_ranks(ratings)
+    entrants = [Seat(player, ranks[player], ranks[player], rating) for player, rating in ratings.items()]
+    draw = pair_round(Format.SWISS, entrants, [], [], 1, 5, 1)
+    opponents = {frozenset((game.white, game.black)) for game in draw.games("t_x", 1)}
+    assert frozenset(("zed", "eli")) in opponents and frozenset(("amy", "fay")) in opponents
+
+
 def test_game_ids_name_the_place_in_the_draw() -> None:
     assert game_id("t_1", 3, 2, 1) == "t_1-r3-b2-g1"
 
