@@ -1,7 +1,9 @@
-"""The services the pairing service calls: OpeningService (O-9, O-10) and RatingService (R-2, T-13)."""
+"""The services the pairing service calls: OpeningService (O-9, O-10), RatingService (R-2, T-13) and
+ClockService (who sat in a game the tournament closes, T-15 and R-3)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 
@@ -9,7 +11,7 @@ import grpc
 
 from arbiter.competition.types import OpeningMode
 from arbiter.contracts import common_pb2 as common
-from arbiter.contracts import openings_pb2, openings_pb2_grpc, rating_pb2, rating_pb2_grpc
+from arbiter.contracts import clock_pb2, clock_pb2_grpc, openings_pb2, openings_pb2_grpc, rating_pb2, rating_pb2_grpc
 from arbiter.kit.errors import ServiceError
 from arbiter.openings import initial_fen
 from arbiter.rating import DEFAULT_RATING
@@ -85,3 +87,34 @@ class RatingsClient:
             raise Unavailable(f"the rating service did not answer: {error.code().name} {error.details()}") from error
         found = {r.player_id: r.rating.rating for r in reply.ratings if r.HasField("rating")}
         return {player: found.get(player, DEFAULT_RATING) for player in player_ids}
+
+
+class ClockClient:
+    """Asks the clock service who made a move in games the tournament decides itself (T-15, R-3)."""
+
+    # Calls in flight at once: a closing Swiss of 200 entrants playing home and away has 200 games.
+    CONCURRENT_CALLS = 16
+
+    def __init__(self, channel: grpc.aio.Channel, timeout: float) -> None:
+        self.stub = clock_pb2_grpc.ClockServiceStub(channel)
+        self.timeout = timeout
+
+    async def who_sat(self, game_ids: Sequence[str]) -> dict[str, tuple[bool, bool]]:
+        """Game id -> (white sat, black sat): made at least one move; a game the clock never heard of, nobody."""
+        gate = asyncio.Semaphore(self.CONCURRENT_CALLS)
+
+        async def one(game_id: str) -> tuple[bool, bool]:
+            async with gate:
+                try:
+                    clock = await self.stub.GetClock(clock_pb2.GetClockRequest(game_id=game_id), timeout=self.timeout)
+                except grpc.aio.AioRpcError as error:
+                    if error.code() == grpc.StatusCode.NOT_FOUND:
+                        return False, False
+                    raise Unavailable(
+                        f"the clock service could not say who sat in game {game_id}: "
+                        f"{error.code().name} {error.details()}"
+                    ) from error
+            return clock.white.sat, clock.black.sat
+
+        answers = await asyncio.gather(*(one(game_id) for game_id in game_ids))
+        return dict(zip(game_ids, answers, strict=True))

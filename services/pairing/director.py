@@ -55,7 +55,7 @@ from arbiter.kit.timesource import TimeSource
 from arbiter.rating import DEFAULT_RATING
 from services.pairing import store
 from services.pairing.busy import BusyRegistry
-from services.pairing.clients import OpeningsClient, RatingsClient, Unavailable
+from services.pairing.clients import ClockClient, OpeningsClient, RatingsClient, Unavailable
 from services.pairing.convert import (
     SPEED_TO_PROTO,
     VERDICT_TO_PROTO,
@@ -97,12 +97,12 @@ def competition_ref(tournament_id: str, round_number: int) -> common.Competition
 
 
 def scored_game_finished(row: Any, game: Any, scored: ScoredResult, termination: int, event_id: str,
-                         at: Any, sat: bool) -> ev.GameFinished:
+                         at: Any, *, white_sat: bool, black_sat: bool) -> ev.GameFinished:
     """The GameFinished this service publishes for a result it decides itself (T-15, T-18)."""
     message = ev.GameFinished(
         game_id=game["game_id"], competition=competition_ref(row["id"], game["round"]), variant=row["variant"],
         speed=SPEED_TO_PROTO[row["speed"]], white_id=game["white_id"], black_id=game["black_id"],
-        result=VERDICT_TO_PROTO[scored.verdict], termination=termination, white_sat=sat, black_sat=sat,
+        result=VERDICT_TO_PROTO[scored.verdict], termination=termination, white_sat=white_sat, black_sat=black_sat,
         rated=scored.score.rated, finished_at=timestamp(at),
     )
     message.meta.event_id = event_id
@@ -178,7 +178,7 @@ class Director:
 
     def __init__(
         self, pool: asyncpg.Pool, outbox: Outbox, clock: TimeSource, openings: OpeningsClient,
-        ratings: RatingsClient, busy: BusyRegistry, hub: WatchHub, metrics: PairingMetrics,
+        ratings: RatingsClient, clocks: ClockClient, busy: BusyRegistry, hub: WatchHub, metrics: PairingMetrics,
         settings: PairingSettings, executor: Executor | None = None,
     ) -> None:
         self.pool = pool
@@ -186,6 +186,7 @@ class Director:
         self.clock = clock
         self.openings = openings
         self.ratings = ratings
+        self.clocks = clocks
         self.busy = busy
         self.hub = hub
         self.metrics = metrics
@@ -599,12 +600,14 @@ class Director:
                 game_row = {"game_id": game.game_id, "round": round_number, "white_id": game.white,
                             "black_id": game.black}
                 events.append(scored_game_finished(row, game_row, forfeit, common.TERMINATION_BUSY_FORFEIT,
-                                                   f"{game.game_id}/forfeit", now, sat=False))
+                                                   f"{game.game_id}/forfeit", now, white_sat=False, black_sat=False))
         return events
 
     async def finish(self, tournament_id: str, note: str = "") -> None:
         """Close the tournament: draw open games past the deadline (T-15), final standings, TournamentFinished."""
         drawn: list[Any] = []
+        # Who sat in each game drawn (R-3) is the clock service's to say: asked before the row is locked.
+        sat = await self.clocks.who_sat([g["game_id"] for g in await store.open_game_rows(self.pool, tournament_id)])
         async with self.pool.acquire() as connection, connection.transaction():
             row = await store.tournament(connection, tournament_id, lock=True)
             if row is None or row["state"] != "running":
@@ -614,17 +617,22 @@ class Director:
             open_rows = await store.open_game_rows(connection, tournament_id)
             if open_rows and now < closing_deadline(row["closes_at"]):
                 return  # results are still due; the deadline has not come (T-15)
-            scored = closing_draw(tournament_rated=row["rated"])
+            unasked = [g["game_id"] for g in open_rows if g["game_id"] not in sat]
+            if unasked:
+                sat.update(await self.clocks.who_sat(unasked))
             closing = common.Termination.Name(common.TERMINATION_CLOSED_AT_DEADLINE)
-            await store.record_results(connection, [
-                store.ResultRow(game["game_id"], scored.kind.value, scored.verdict.value, closing,
-                                scored.score.white_points, scored.score.black_points, scored.score.rated, "T-15")
-                for game in open_rows
-            ], now)
+            results: list[store.ResultRow] = []
             for game in open_rows:
+                white_sat, black_sat = sat[game["game_id"]]
+                scored = closing_draw(white_sat=white_sat, black_sat=black_sat, tournament_rated=row["rated"])
+                results.append(store.ResultRow(
+                    game["game_id"], scored.kind.value, scored.verdict.value, closing, scored.score.white_points,
+                    scored.score.black_points, scored.score.rated, "T-15"))
                 events.append(scored_game_finished(row, game, scored, common.TERMINATION_CLOSED_AT_DEADLINE,
-                                                   f"{game['game_id']}/closed", now, sat=True))
+                                                   f"{game['game_id']}/closed", now, white_sat=white_sat,
+                                                   black_sat=black_sat))
                 drawn.append(game)
+            await store.record_results(connection, results, now)
             if open_rows:
                 note = note or (
                     f"closed at the announced end + 10 minutes; {len(open_rows)} open game"

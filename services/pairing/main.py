@@ -23,7 +23,7 @@ from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
 from arbiter.kit.timers import TimerPoller
 from services.pairing.busy import BusyRebuild, BusyRegistry
-from services.pairing.clients import OpeningsClient, RatingsClient
+from services.pairing.clients import ClockClient, OpeningsClient, RatingsClient
 from services.pairing.director import CLOSE_TIMER, START_TIMER, Director
 from services.pairing.metrics import PairingMetrics
 from services.pairing.results import ResultDesk
@@ -44,6 +44,7 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
     # Calls to other services carry this service's token when authentication is on (arbiter.kit.auth).
     openings_channel = infra.open_channel(settings.openings_grpc_addr)
     rating_channel = infra.open_channel(settings.rating_grpc_addr)
+    clock_channel = infra.open_channel(settings.clock_grpc_addr)
     # The Swiss engine is CPU bound: worker processes keep the event loop answering meanwhile.
     executor = (
         ProcessPoolExecutor(settings.pairing_processes, mp_context=multiprocessing.get_context("spawn"))
@@ -57,7 +58,7 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
     ratings = RatingsClient(rating_channel, settings.call_timeout_seconds)
     director = Director(
         infra.pool, infra.outbox, infra.time_source, OpeningsClient(openings_channel, settings.call_timeout_seconds),
-        ratings, busy, hub, metrics, settings, executor,
+        ratings, ClockClient(clock_channel, settings.call_timeout_seconds), busy, hub, metrics, settings, executor,
     )
     # The subscriber is made below, from the desk's handlers; the desk asks about it only once serving.
     desk = ResultDesk(infra.pool, infra.time_source, busy, hub, metrics, director.poke, SERVICE,
@@ -85,6 +86,7 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
     finally:
         await openings_channel.close()
         await rating_channel.close()
+        await clock_channel.close()
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
 

@@ -15,6 +15,7 @@ class PairingSettings(WatchSettings):
     # The services this one calls (the embedded stack sets <SERVICE>_GRPC_ADDR for each).
     openings_grpc_addr: str = Field(description="host:port of the OpeningService")
     rating_grpc_addr: str = Field(description="host:port of the RatingService")
+    clock_grpc_addr: str = Field(description="host:port of the ClockService (who sat in a game closed by T-15)")
     # Deadline of one call to another service, in real seconds.
     call_timeout_seconds: float = Field(default=10.0, gt=0)
     # How often (real seconds) stored state is scanned for tournaments to move on: the safety

@@ -373,9 +373,12 @@ def busy_forfeit(white_busy: bool, black_busy: bool, *, tournament_rated: bool) 
     return None
 
 
-def closing_draw(*, tournament_rated: bool) -> ScoredResult:
-    """T-15: a game still open when the tournament closes is scored a draw."""
-    return _scored(ResultKind.CLOSED_DRAW, None, tournament_rated, both_sat=True)
+def closing_draw(*, white_sat: bool, black_sat: bool, tournament_rated: bool) -> ScoredResult:
+    """T-15: a game still open when the tournament closes is scored a draw; rated only if both sat (R-3).
+
+    The same score as the play site's own closed-at-deadline draw (`result_of_finish`).
+    """
+    return _scored(ResultKind.CLOSED_DRAW, None, tournament_rated, both_sat=white_sat and black_sat)
 
 
 def _scored(kind: ResultKind, winner: Side | None, tournament_rated: bool, both_sat: bool) -> ScoredResult:

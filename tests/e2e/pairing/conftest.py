@@ -6,8 +6,10 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import grpc
 import pytest
 
 _HERE = Path(__file__).resolve().parent
@@ -15,11 +17,14 @@ if str(_HERE) not in sys.path:
     # Helpers are plain modules next to the tests (pytest runs with --import-mode=importlib).
     sys.path.insert(0, str(_HERE))
 
+from playsite import ClockStandIn  # noqa: E402
+
+from arbiter.contracts import clock_pb2_grpc  # noqa: E402
 from arbiter.devstack.stack import SystemStack  # noqa: E402
 
 # The services a tournament needs; the play site (and the clock service's absence verdicts) are
 # played by the stand-in in playsite.py, so no clock service runs: it would flag the stand-in's
-# silent games on its own.
+# silent games on its own. Its GetClock (who sat in a game pairing closes, T-15) is ClockStandIn's.
 PAIRING_SYSTEM = ("openings", "rating", "pairing")
 # 5 minutes of competition time (the earliest start, T-4) pass in 2.5 s.
 TIME_SCALE = 120.0
@@ -37,7 +42,22 @@ SYSTEM_ENV = {
 
 
 @pytest.fixture(scope="package")
-def pairing_system(infra_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[SystemStack]:
+def clock_stand_in() -> Iterator[tuple[ClockStandIn, str]]:
+    """The clock service as far as pairing calls it, on a port of its own: (stand-in, host:port)."""
+    stand_in = ClockStandIn()
+    server = grpc.server(ThreadPoolExecutor(2))
+    clock_pb2_grpc.add_ClockServiceServicer_to_server(stand_in, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield stand_in, f"127.0.0.1:{port}"
+    finally:
+        server.stop(0)
+
+
+@pytest.fixture(scope="package")
+def pairing_system(infra_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory,
+                   clock_stand_in: tuple[ClockStandIn, str]) -> Iterator[SystemStack]:
     """One system for every module of this package, as `start_system` builds it (each start costs 10-20 s).
 
     The modules use tournaments of their own, so they share it; the SIGKILL test leaves the
@@ -49,7 +69,8 @@ def pairing_system(infra_env: dict[str, str], tmp_path_factory: pytest.TempPathF
         # A consumer group of its own, kept across the SIGKILL restart: every service of the session
         # shares the broker, and tansu can leave a group whose members all left wedged for the next
         # process that joins it (seen after the integration tests' in-process service stopped).
-        extra_env={**SYSTEM_ENV, "PAIRING_CONSUMER_GROUP": f"pairing-e2e-{uuid.uuid4().hex[:8]}"},
+        extra_env={**SYSTEM_ENV, "PAIRING_CONSUMER_GROUP": f"pairing-e2e-{uuid.uuid4().hex[:8]}",
+                   "CLOCK_GRPC_ADDR": clock_stand_in[1]},
     )
     try:
         stack.start_infrastructure()

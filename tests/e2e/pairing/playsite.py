@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import grpc
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from arbiter.competition.standings import Bye, StandingRow
@@ -34,6 +35,7 @@ from arbiter.competition.tournament_flow import (
     round_bye_points,
 )
 from arbiter.competition.types import Format, Side
+from arbiter.contracts import clock_pb2, clock_pb2_grpc
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit import events
@@ -320,3 +322,25 @@ def expected_standings(log: TournamentLog, seats: Iterable[Seat]) -> tuple[Stand
         for number, paired in sorted(log.rounds.items()) if paired.bye_id
     ]
     return final_standings(fmt, seats, [d.game for d in log.decided.values()], byes)
+
+
+class ClockStandIn(clock_pb2_grpc.ClockServiceServicer):
+    """The clock service's GetClock, as far as pairing asks it (who sat, T-15 and R-3).
+
+    Moves per side come from a dict (game id -> (white moves, black moves)); a game it was not told
+    about is NOT_FOUND, as for a clock service that never heard of it: nobody sat. Synchronous, so
+    that a plain grpc.server in a thread serves it beside a package's system as well.
+    """
+
+    def __init__(self) -> None:
+        self.moves: dict[str, tuple[int, int]] = {}
+        self.asked: list[str] = []
+
+    def GetClock(self, request, context):  # noqa: N802
+        self.asked.append(request.game_id)
+        if request.game_id not in self.moves:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no clock for game {request.game_id}")
+        white, black = self.moves[request.game_id]
+        return clock_pb2.Clock(game_id=request.game_id, kind=clock_pb2.CLOCK_KIND_FISCHER,
+                               white=clock_pb2.SideClock(moves_made=white, sat=white > 0),
+                               black=clock_pb2.SideClock(moves_made=black, sat=black > 0))

@@ -57,7 +57,7 @@ async def system(pairing_system, infra_env):
 
 
 @pytest.fixture(scope="module")
-async def scenarios(system) -> dict[str, Scenario]:
+async def scenarios(system, clock_stand_in) -> dict[str, Scenario]:
     """Create and fill every scenario at once; they then run side by side."""
     site, stub, clock = system
     # 12 minutes (6 real seconds): room for 7 creations and 61 joins at once on a loaded machine.
@@ -88,10 +88,13 @@ async def scenarios(system) -> dict[str, Scenario]:
                  home_and_away=True, extra_round=True),
         open_one("cancelled", 3, Behaviour(), minimum_entrants=4),
         open_one("private", 6, Behaviour(seed=6), private=True, password="open sesame"),
-        open_one("closed", 6, Behaviour(hold=True), duration_minutes=1),
+        open_one("closed", 6, Behaviour(hold=True), duration_minutes=1, rated=True),
     )
-    return {name: s for name, s in zip(
+    by_name = {name: s for name, s in zip(
         ("rr4", "rr5", "swiss7", "swiss30", "cancelled", "private", "closed"), opened, strict=True)}
+    # The clock service's word on the held games, long before their close: both moved on board 1 only.
+    clock_stand_in[0].moves[f"{by_name['closed'].tournament_id}-r1-b1-g1"] = (4, 3)
+    return by_name
 
 
 async def finished(system, scenario: Scenario) -> TournamentLog:
@@ -174,6 +177,9 @@ async def test_closed_by_its_duration_with_games_drawn(system, scenarios) -> Non
     assert len(log.rounds) == 1
     assert {e.termination for e in log.pairing_results.values()} == {common.TERMINATION_CLOSED_AT_DEADLINE}
     assert len(log.pairing_results) == 3
+    # R-3: only the draw both players moved in is rated; on boards 2 and 3 the clock saw no move.
+    sat = {e.game_id.rsplit("-r1-", 1)[1]: (e.white_sat, e.black_sat, e.rated) for e in log.pairing_results.values()}
+    assert sat == {"b1-g1": (True, True, True), "b2-g1": (False, False, False), "b3-g1": (False, False, False)}
     t = await system[1].GetTournament(tp.GetTournamentRequest(tournament_id=scenario.tournament_id))
     assert "T-15" in t.finish_note
     assert t.finished_at.ToDatetime() - t.settings.starts_at.ToDatetime() >= timedelta(minutes=11)

@@ -7,6 +7,7 @@ import logging
 import sys
 import uuid
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,9 +22,9 @@ for folder in (_HERE, _HERE.parents[1] / "e2e" / "pairing"):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
-from pairing_support import TIME_SCALE, OpeningsStandIn, PairingUnderTest, RatingsStandIn  # noqa: E402
+from pairing_support import TIME_SCALE, ClockStandIn, OpeningsStandIn, PairingUnderTest, RatingsStandIn  # noqa: E402
 
-from arbiter.contracts import openings_pb2_grpc, rating_pb2_grpc, tournament_pb2_grpc  # noqa: E402
+from arbiter.contracts import clock_pb2_grpc, openings_pb2_grpc, rating_pb2_grpc, tournament_pb2_grpc  # noqa: E402
 from arbiter.kit.timesource import TimeSource  # noqa: E402
 from services.pairing.main import serve  # noqa: E402
 from services.pairing.settings import PairingSettings  # noqa: E402
@@ -46,10 +47,12 @@ class ReadyLine(logging.Handler):
 @pytest.fixture(scope="module")
 async def pairing(infra_env: dict[str, str]) -> AsyncIterator[PairingUnderTest]:
     """The pairing service in this process, with its collaborators' stand-ins."""
-    openings, ratings = OpeningsStandIn(), RatingsStandIn()
-    collaborators = grpc.aio.server()
+    openings, ratings, clocks = OpeningsStandIn(), RatingsStandIn(), ClockStandIn()
+    # The clock stand-in is synchronous (the e2e system serves it from a thread): run in this pool.
+    collaborators = grpc.aio.server(migration_thread_pool=ThreadPoolExecutor(2))
     openings_pb2_grpc.add_OpeningServiceServicer_to_server(openings, collaborators)
     rating_pb2_grpc.add_RatingServiceServicer_to_server(ratings, collaborators)
+    clock_pb2_grpc.add_ClockServiceServicer_to_server(clocks, collaborators)
     port = collaborators.add_insecure_port("127.0.0.1:0")
     await collaborators.start()
 
@@ -58,6 +61,7 @@ async def pairing(infra_env: dict[str, str]) -> AsyncIterator[PairingUnderTest]:
         kafka_bootstrap_servers=infra_env["KAFKA_BOOTSTRAP_SERVERS"], redis_url=infra_env["REDIS_URL"],
         database_url=infra_env["DATABASE_URL"], grpc_port=0, metrics_port=0,
         openings_grpc_addr=f"127.0.0.1:{port}", rating_grpc_addr=f"127.0.0.1:{port}",
+        clock_grpc_addr=f"127.0.0.1:{port}",
         time_scale=TIME_SCALE, time_origin=origin, reconcile_seconds=0.5,
         # tansu answers a JoinGroup after half the session timeout, and the four consumers join one
         # after the other: a short session makes the start take seconds rather than ~15 s.
@@ -96,7 +100,7 @@ async def pairing(infra_env: dict[str, str]) -> AsyncIterator[PairingUnderTest]:
     db = await asyncpg.create_pool(infra_env["DATABASE_URL"], min_size=1, max_size=2,
                                    server_settings={"search_path": "pairing"})
     try:
-        yield PairingUnderTest(address, settings, TimeSource(TIME_SCALE, origin), ratings, openings,
+        yield PairingUnderTest(address, settings, TimeSource(TIME_SCALE, origin), ratings, openings, clocks,
                                tournament_pb2_grpc.TournamentServiceStub(channel), db)
     finally:
         await db.close()

@@ -1,8 +1,8 @@
 """Helpers of the pairing integration tests: collaborator stand-ins, the service under test, builders.
 
-The two services the pairing service calls are small gRPC stand-ins backed by the pure
-libraries (the opening draw) and a dict (ratings), so these tests do not depend on those
-services' progress; the e2e tests run against the real ones.
+The three services the pairing service calls are small gRPC stand-ins backed by the pure
+libraries (the opening draw) and dicts (ratings, who sat in a game), so these tests do not
+depend on those services' progress; the e2e tests run against the real ones.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from arbiter.openings import draw_opening
 from services.pairing.convert import OPENING_MODE, OPENING_MODE_TO_PROTO
 from services.pairing.main import MIGRATIONS
 from services.pairing.settings import PairingSettings
+
+# The e2e play site's module (on sys.path through conftest.py), which also stands in for the clock.
+from playsite import ClockStandIn  # noqa: E402
 
 TIME_SCALE = 120.0
 
@@ -78,6 +81,7 @@ class PairingUnderTest:
     clock: TimeSource
     ratings: RatingsStandIn
     openings: OpeningsStandIn
+    clocks: ClockStandIn
     stub: tournament_pb2_grpc.TournamentServiceStub
     db: asyncpg.Pool
 

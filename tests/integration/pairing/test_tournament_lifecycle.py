@@ -152,13 +152,21 @@ async def test_a_result_for_an_unknown_game_or_twice_is_counted_and_ignored(pair
 async def test_closed_by_its_duration_with_open_games_drawn(pairing, site) -> None:
     """T-15: at the announced end + 10 minutes every open game is drawn and the tournament closes."""
     entrants = [player("late") for _ in range(6)]
-    tournament_id = await open_tournament(pairing, site, entrants, Behaviour(hold=True), duration_minutes=1)
+    tournament_id = await open_tournament(pairing, site, entrants, Behaviour(hold=True), duration_minutes=1,
+                                          rated=True)
+    # Who sat, as the clock service would say: board 1 both, board 2 white only, board 3 nobody (never opened).
+    pairing.clocks.moves.update({f"{tournament_id}-r1-b1-g1": (3, 2), f"{tournament_id}-r1-b2-g1": (1, 0)})
     log = await site.wait_end(tournament_id, timeout=60)
     await assert_finished_as_the_rules_say(pairing.stub, log, tournament_id)
     assert len(log.rounds) == 1  # rounds not yet started are not played
     drawn = list(log.pairing_results.values())
     assert len(drawn) == 3 and all(e.termination == common.TERMINATION_CLOSED_AT_DEADLINE for e in drawn)
     assert all(e.result == common.GAME_RESULT_DRAW for e in drawn)
+    # R-3: only the game both players sat at is rated; the events say who sat.
+    by_board = {int(e.game_id.split("-b")[1].split("-")[0]): e for e in drawn}
+    assert [(by_board[b].white_sat, by_board[b].black_sat, by_board[b].rated) for b in (1, 2, 3)] == [
+        (True, True, True), (True, False, False), (False, False, False)]
+    assert {e.game_id for e in drawn} <= set(pairing.clocks.asked)
     t = await pairing.stub.GetTournament(tp.GetTournamentRequest(tournament_id=tournament_id))
     assert t.state == tp.TOURNAMENT_STATE_FINISHED and "T-15" in t.finish_note
     elapsed = t.finished_at.ToDatetime() - t.settings.starts_at.ToDatetime()

@@ -156,8 +156,9 @@ def test_results_of_every_ending() -> None:
     relayed = result_of_finish(Verdict.BOTH_LOSE, Ending.BOTH_ABSENT, white_sat=False, black_sat=False,
                                tournament_rated=True)
     assert relayed.kind is K.BOTH_ABSENT
-    closed = closing_draw(tournament_rated=True)
+    closed = closing_draw(white_sat=True, black_sat=True, tournament_rated=True)
     assert (closed.kind, closed.score.white_points, closed.verdict) == (K.CLOSED_DRAW, 1, Verdict.DRAW)
+    assert closed.score.rated
     with pytest.raises(ValueError):
         result_of_finish(Verdict.DRAW, Ending.NEVER_SAT, white_sat=True, black_sat=False, tournament_rated=True)
     with pytest.raises(FlowError):
@@ -174,6 +175,17 @@ def test_busy_players_forfeit_and_both_busy_is_zero_zero() -> None:
     assert busy_forfeit(False, True, tournament_rated=True).verdict is Verdict.WHITE_WINS
     both = busy_forfeit(True, True, tournament_rated=True)
     assert (both.kind, both.score.white_points, both.score.black_points) == (K.BOTH_ABSENT, 0, 0)
+
+
+@pytest.mark.parametrize(("white_sat", "black_sat"), [(True, False), (False, True), (False, False)])
+def test_a_closing_draw_where_someone_never_sat_is_unrated(white_sat: bool, black_sat: bool) -> None:
+    """T-15 draws it (1-1 whoever sat); R-3: rated only if both made a move, as the play site's own close."""
+    closed = closing_draw(white_sat=white_sat, black_sat=black_sat, tournament_rated=True)
+    reported = result_of_finish(Verdict.DRAW, Ending.CLOSED_AT_DEADLINE, white_sat=white_sat, black_sat=black_sat,
+                                tournament_rated=True)
+    assert closed == reported
+    assert (closed.kind, closed.score.white_points, closed.score.black_points) == (K.CLOSED_DRAW, 1, 1)
+    assert not closed.score.rated
 
 
 def test_what_comes_after_a_round() -> None:
