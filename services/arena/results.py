@@ -100,7 +100,7 @@ class ResultDesk:
             )
         }
         records = {seat: store.record_of(row) for seat, row in rows.items()}
-        scored_games: list[tuple[str, str, str, datetime]] = []
+        scored_games: list[tuple[str, str, str, datetime, bool, bool]] = []
         finished_at: dict[str, datetime] = {}
         for game in games:
             event = by_game[game["game_id"]]
@@ -113,11 +113,16 @@ class ResultDesk:
                 continue
             at = event.finished_at.ToDatetime(tzinfo=UTC) if event.HasField("finished_at") else now
             finished_at[game["game_id"]] = at
-            for side, boosted in ((Side.WHITE, game["white_boosted"]), (Side.BLACK, game["black_boosted"])):
+            # AR-5: a boost doubles a win when the arena accepted it (the Boost call) and the game was
+            # played with it: the clock applied its cost, which the play site's GameFinished reports.
+            # Either alone is not enough: the play site cannot grant one, nor the arena one nobody paid.
+            white_boosted = game["white_boosted"] and event.white_boosted
+            black_boosted = game["black_boosted"] and event.black_boosted
+            for side, boosted in ((Side.WHITE, white_boosted), (Side.BLACK, black_boosted)):
                 seat = (game["arena_id"], game["white_id"] if side is Side.WHITE else game["black_id"])
-                # AR-4 streaks, AR-5 boosts as the arena accepted them (the Boost call), not as reported.
                 _, records[seat] = score_game(records[seat], result.outcome_for(side), boosted)
-            scored_games.append((game["game_id"], result.value, common.Termination.Name(event.termination), at))
+            scored_games.append((game["game_id"], result.value, common.Termination.Name(event.termination), at,
+                                 white_boosted, black_boosted))
         if scored_games:
             scored_ids = {row[0] for row in scored_games}
             changed = sorted({(g["arena_id"], p) for g in games for p in (g["white_id"], g["black_id"])
@@ -130,15 +135,15 @@ class ResultDesk:
                 " $5::int[], $6::int[], $7::int[]) AS s(a, q, points, wins, draws, losses, streak)"
                 " WHERE p.arena_id = s.a AND p.player_id = s.q)"
                 " UPDATE arena_games g SET result = s.result, termination = s.termination, finished_at = s.at,"
-                " scored_seq = nextval('arena_scoring_order')"
-                " FROM unnest($8::text[], $9::text[], $10::text[], $11::timestamptz[])"
-                " AS s(id, result, termination, at)"
+                " white_boosted = s.wb, black_boosted = s.bb, scored_seq = nextval('arena_scoring_order')"
+                " FROM unnest($8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::bool[], $13::bool[])"
+                " AS s(id, result, termination, at, wb, bb)"
                 " WHERE g.game_id = s.id",
                 [a for a, _ in changed], [q for _, q in changed], *(
                     [getattr(records[seat], field) for seat in changed]
                     for field in ("points", "wins", "draws", "losses", "streak")
                 ),
-                *([row[i] for row in scored_games] for i in range(4)),
+                *([row[i] for row in scored_games] for i in range(6)),
             )
         done = [g for g in games if g["game_id"] in finished_at]
         pairs = sorted({(g["arena_id"], min(g["white_id"], g["black_id"]), max(g["white_id"], g["black_id"]))

@@ -130,7 +130,7 @@ class ClockHandlers:
                     continue
                 moves = [m for _, _, applied in produced[record.game_id] for m in applied]
                 if moves:
-                    states.append(clock_state(record, moves[-1].at_ms, now))
+                    states.append(clock_state(record, moves[-1].at_ms, now, cause=moves[-1].cause))
                 for index, outcome, _ in produced[record.game_id]:
                     outcomes[index] = outcome
             pending = sorted(lost)
@@ -149,7 +149,8 @@ class ClockHandlers:
         async def in_transaction(connection: asyncpg.Connection, record: GameRecord) -> str:
             outcome, moves = mutate(record)
             if moves:
-                await self.outbox.add(connection, clock_state(record, moves[-1].at_ms, self.now_ms()))
+                await self.outbox.add(connection, clock_state(record, moves[-1].at_ms, self.now_ms(),
+                                                              cause=moves[-1].cause))
             return outcome
 
         for _ in range(MAX_ATTEMPTS):
@@ -204,7 +205,7 @@ class ClockHandlers:
     async def on_boost(self, batch: list[ev.BoostTaken]) -> str:
         """AR-5: apply the boost's cost if the player has not moved yet; otherwise ignore and count it."""
         now = self.now_ms()
-        items = [(e.game_id, _outcome(ops.boost, e.player_id, ms_of(e.at), now), Kind.UNKNOWN) for e in batch]
+        items = [(e.game_id, _boost(e.player_id, ms_of(e.at), now), Kind.UNKNOWN) for e in batch]
         outcomes = await self.change_many(items)
         self._count("boost", outcomes)
         return "handled" if {"applied", "parked"} & set(outcomes) else "ignored"
@@ -342,6 +343,13 @@ def _start(event: ev.GameStarted, started_at_ms: int | None, now_ms: int) -> Mut
         meta = record.meta if ops.start_adds_nothing(record.meta) else meta_of_started(event)
         moves = ops.on_started(record, meta, started_at_ms, now_ms)
         return ("started" if record.status is Status.RUNNING else "handled"), moves
+    return mutate
+
+
+def _boost(player_id: str, at_ms: int | None, now_ms: int) -> Mutation:
+    """BoostTaken as a mutation: an applied boost's state goes to the play site (AR-5)."""
+    def mutate(record: GameRecord) -> tuple[str, list[ops.AppliedMove]]:
+        return ops.boost_published(record, player_id, at_ms, now_ms)
     return mutate
 
 

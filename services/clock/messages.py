@@ -151,6 +151,9 @@ def clock_state(record: GameRecord, at_ms: int, now_ms: int, cause: str = "") ->
     if isinstance(clock, TripleBlockClock):
         state.white_bank_ms = clock.white.bank_s * 1000
         state.black_bank_ms = clock.black.bank_s * 1000
+    else:
+        state.white_boosted = clock.white.boosted
+        state.black_boosted = clock.black.boosted
     meta = state.meta
     meta.event_id = f"state:{record.game_id}:{record.ply}" + (f":{cause}" if cause else "")
     occurred = meta.occurred_at
@@ -204,6 +207,8 @@ class StateEncoder:
         state.black_remaining_ms = clock.black.remaining_ms
         state.side_to_move = _WHITE_TO_MOVE if clock.to_move is _WHITE else _BLACK_TO_MOVE
         state.ply = ply
+        state.white_boosted = clock.white.boosted
+        state.black_boosted = clock.black.boosted
         server_time = self._server_time
         server_time.seconds, millis = divmod(clock.running_since_ms, 1000)
         server_time.nanos = millis * 1_000_000

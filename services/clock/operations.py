@@ -23,10 +23,14 @@ _RUNNING = Status.RUNNING
 
 @dataclass(frozen=True)
 class AppliedMove:
-    """A move the clock took: its ply and the instant (ms) it was charged at."""
+    """A move the clock took: its ply and the instant (ms) it was charged at.
+
+    Also a boost the clock applied (AR-5), with a `cause`: the play site hears of it at once.
+    """
 
     ply: int
     at_ms: int
+    cause: str = ""
 
 
 def merge_meta(record: GameRecord, incoming: GameMeta) -> None:
@@ -114,10 +118,12 @@ def start_clock(record: GameRecord, now_ms: int) -> list[AppliedMove]:
     clock = record.meta.new_clock()
     record.clock = clock.start(clock_instant(clock, started))
     record.status = Status.RUNNING
-    for player_id, at_ms in sorted(record.pending_boosts.items()):
-        boost(record, player_id, at_ms, now_ms)
-    record.pending_boosts.clear()
     applied = []
+    for player_id, at_ms in sorted(record.pending_boosts.items()):
+        if boost(record, player_id, at_ms, now_ms) == "applied" and not applied:
+            # The clocks as the play site must show them now (AR-5); a later early move says it again.
+            applied.append(AppliedMove(record.ply, now_ms, cause="boost"))
+    record.pending_boosts.clear()
     for ply in sorted(record.early_moves):
         player_id, _, played_at = record.early_moves[ply].decode().partition("\x1f")
         record.consumed_early.add(ply)
@@ -232,6 +238,17 @@ def boost(record: GameRecord, player_id: str, at_ms: int | None, now_ms: int) ->
         return "refused"
     record.mark_seen(side)
     return "applied"
+
+
+def boost_published(
+    record: GameRecord, player_id: str, at_ms: int | None, now_ms: int
+) -> tuple[str, list[AppliedMove]]:
+    """`boost`, plus the ClockState the play site needs when the clock applied it (AR-5: the cut shows)."""
+    outcome = boost(record, player_id, at_ms, now_ms)
+    side = record.meta.side_of(player_id)
+    if outcome != "applied" or side is None:
+        return outcome, []
+    return outcome, [AppliedMove(record.ply, now_ms, cause=f"boost-{side.value}")]
 
 
 def on_finished(record: GameRecord, finished_at_ms: int | None, now_ms: int) -> str:

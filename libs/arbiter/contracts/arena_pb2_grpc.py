@@ -99,7 +99,10 @@ class ArenaServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Boost(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """AR-5: accepted before the player's own first move (BoostTaken goes to the clock service). A win
+        counts double once the game was played with it: the clock applied its cost (ClockState says so)
+        and the play site's GameFinished reports it.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')

@@ -163,7 +163,7 @@ class GameAbandoned(_message.Message):
     def __init__(self, meta: _Optional[_Union[_common_pb2.EventMeta, _Mapping]] = ..., game_id: _Optional[str] = ..., white_id: _Optional[str] = ..., black_id: _Optional[str] = ..., abandoned_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ClockState(_message.Message):
-    __slots__ = ("meta", "game_id", "white_remaining_ms", "black_remaining_ms", "side_to_move", "server_time", "ply", "white_bank_ms", "black_bank_ms")
+    __slots__ = ("meta", "game_id", "white_remaining_ms", "black_remaining_ms", "side_to_move", "server_time", "ply", "white_bank_ms", "black_bank_ms", "white_boosted", "black_boosted")
     META_FIELD_NUMBER: _ClassVar[int]
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     WHITE_REMAINING_MS_FIELD_NUMBER: _ClassVar[int]
@@ -173,6 +173,8 @@ class ClockState(_message.Message):
     PLY_FIELD_NUMBER: _ClassVar[int]
     WHITE_BANK_MS_FIELD_NUMBER: _ClassVar[int]
     BLACK_BANK_MS_FIELD_NUMBER: _ClassVar[int]
+    WHITE_BOOSTED_FIELD_NUMBER: _ClassVar[int]
+    BLACK_BOOSTED_FIELD_NUMBER: _ClassVar[int]
     meta: _common_pb2.EventMeta
     game_id: str
     white_remaining_ms: int
@@ -182,7 +184,9 @@ class ClockState(_message.Message):
     ply: int
     white_bank_ms: int
     black_bank_ms: int
-    def __init__(self, meta: _Optional[_Union[_common_pb2.EventMeta, _Mapping]] = ..., game_id: _Optional[str] = ..., white_remaining_ms: _Optional[int] = ..., black_remaining_ms: _Optional[int] = ..., side_to_move: _Optional[_Union[_common_pb2.Color, str]] = ..., server_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ply: _Optional[int] = ..., white_bank_ms: _Optional[int] = ..., black_bank_ms: _Optional[int] = ...) -> None: ...
+    white_boosted: bool
+    black_boosted: bool
+    def __init__(self, meta: _Optional[_Union[_common_pb2.EventMeta, _Mapping]] = ..., game_id: _Optional[str] = ..., white_remaining_ms: _Optional[int] = ..., black_remaining_ms: _Optional[int] = ..., side_to_move: _Optional[_Union[_common_pb2.Color, str]] = ..., server_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ply: _Optional[int] = ..., white_bank_ms: _Optional[int] = ..., black_bank_ms: _Optional[int] = ..., white_boosted: _Optional[bool] = ..., black_boosted: _Optional[bool] = ...) -> None: ...
 
 class BoostTaken(_message.Message):
     __slots__ = ("meta", "game_id", "arena_id", "player_id", "at")

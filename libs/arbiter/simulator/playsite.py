@@ -192,7 +192,10 @@ class LiveGame:
     # ("elsewhere", GameFinished) or ("stopped", None).
     ending: tuple[str, Any] | None = None
     moved: set[str] = field(default_factory=set)
+    # AR-5: players whose boost the arena accepted, and those whose boost the clock applied (its
+    # ClockState says so); GameFinished reports the latter: the game was played with their boost.
     boosted: set[str] = field(default_factory=set)
+    clock_boosted: set[str] = field(default_factory=set)
     plies: int = 0
     started_at: datetime | None = None
     deadline: datetime | None = None
@@ -351,6 +354,13 @@ class PlaySite:
 
     async def _on_clock_state(self, batch: Sequence[ev.ClockState]) -> str:
         for state in batch:
+            if state.white_boosted or state.black_boosted:
+                live = self.games.get(state.game_id)
+                if live is not None:
+                    if state.white_boosted:
+                        live.clock_boosted.add(live.request.white_id)
+                    if state.black_boosted:
+                        live.clock_boosted.add(live.request.black_id)
             for listener in self.on_clock_state:
                 listener(state)
         return "handled"
@@ -784,8 +794,8 @@ class PlaySite:
             game_id=request.game_id, competition=request.competition, variant=request.variant, speed=request.speed,
             white_id=request.white_id, black_id=request.black_id, result=result, termination=termination,
             white_sat=request.white_id in live.moved, black_sat=request.black_id in live.moved,
-            rated=request.rated, white_boosted=request.white_id in live.boosted,
-            black_boosted=request.black_id in live.boosted, plies=live.plies, finished_at=finished_at,
+            rated=request.rated, white_boosted=request.white_id in live.clock_boosted,
+            black_boosted=request.black_id in live.clock_boosted, plies=live.plies, finished_at=finished_at,
             started_at=started_at,
         )
 

@@ -33,7 +33,7 @@ def _addresses(stack: SystemStack) -> Addresses:
 
 
 async def _play(stack: SystemStack, scenario: Scenario, prefix: str, assigned: dict[str, Behaviour],
-                timeout: float) -> ScenarioRunner:
+                timeout: float, finished: list[ev.GameFinished] | None = None) -> ScenarioRunner:
     time_source = TimeSource(stack.time_scale, datetime.fromisoformat(stack.time_origin))
     addresses = _addresses(stack)
     population = Population.make(scenario.bots_needed, scenario.guests, scenario.computers, prefix=prefix)
@@ -45,6 +45,8 @@ async def _play(stack: SystemStack, scenario: Scenario, prefix: str, assigned: d
         arena_grpc_addr=addresses.arena,
         clock_grpc_addr=addresses.clock, auth_signing_key=addresses.auth_signing_key))
     runner = ScenarioRunner(scenario, addresses, playsite, time_source, population=population, poll_seconds=0.5)
+    if finished is not None:
+        playsite.on_finished.append(finished.append)
     await playsite.start()
     try:
         await runner.run(timeout)
@@ -126,11 +128,20 @@ def test_small_arena_played_to_the_end_by_the_simulator(system: SystemStack) -> 
     scenario = Scenario("e2e-arena", arenas=(ArenaPlan("arena8", "arena of 8", 8, duration_minutes=10),),
                         guests=1, computers=1)
     prefix = f"ar{datetime.now(UTC):%H%M%S}-"
-    runner = asyncio.run(_play(stack, scenario, prefix, {"bot-0003": Behaviour.BOOSTS}, timeout=120))
+    finished: list[ev.GameFinished] = []
+    runner = asyncio.run(_play(stack, scenario, prefix, {"bot-0003": Behaviour.BOOSTS}, timeout=120,
+                               finished=finished))
     part = runner.part("arena8")
     assert part.status == "finished", (part.status, runner.notes)
     assert part.rows and sum(r.games for r in part.rows) >= 2 * 4  # everyone played at least once
     assert runner.wrongly_accepted == []
+    # AR-5: the clock applied the booster's boosts (its ClockState said so) and the play site reported them.
+    booster = f"{prefix}bot-0003"
+    assert runner.playsite.stats.boosts > 0
+    assert any((e.white_id == booster and e.white_boosted) or (e.black_id == booster and e.black_boosted)
+               for e in finished)
+    assert not any((e.white_boosted and e.white_id != booster) or (e.black_boosted and e.black_id != booster)
+                   for e in finished)
 
 
 # -- T-16 against T-19 through the clock service: the play site's presence decides which applies --

@@ -82,13 +82,15 @@ class ArenaUnderTest:
         """Wait until `count` games run."""
         return await eventually(lambda: self.games(arena_id, running=True), lambda g: len(g) >= count, timeout)
 
-    async def finish(self, game: Any, result: str, event_id: str | None = None) -> ev.GameFinished:
-        """The play site reports a result."""
+    async def finish(self, game: Any, result: str, event_id: str | None = None,
+                     boosted: tuple[str, ...] = ()) -> ev.GameFinished:
+        """The play site reports a result; `boosted`: the sides it says played with their boost (AR-5)."""
         event = ev.GameFinished(
             game_id=game["game_id"], competition=cm.CompetitionRef(kind=cm.COMPETITION_KIND_ARENA, id=game["arena_id"]),
             variant="international", white_id=game["white_id"], black_id=game["black_id"],
             result=RESULTS[result], termination=cm.TERMINATION_RESIGNATION, white_sat=True, black_sat=True,  # type: ignore[arg-type]
             finished_at=timestamp(self.clock.now()),
+            white_boosted="white" in boosted, black_boosted="black" in boosted,
         )
         event.meta.event_id = event_id or uuid.uuid4().hex
         await self.producer.send_and_wait(events.GAME_FINISHED.name, event.SerializeToString(),

@@ -56,10 +56,16 @@ async def test_players_are_paired_scored_requeued_and_the_board_matches_the_rule
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "AR-5" in refused.value.details()
 
+    # Accepted by the arena, but the clock refused it (say the cut would have emptied the clock): the
+    # play site reports the game unboosted.
+    unpaid = first[2]
+    await arena.stub.Boost(ap.BoostRequest(actor=actor(unpaid["black_id"]), arena_id=created.id,
+                                           game_id=unpaid["game_id"]))
+
     # Results: the boosted white wins 4 (AR-5); a duplicate changes nothing.
-    event = await arena.finish(first[0], "1-0")
-    await arena.finish(first[1], "1/2-1/2")
-    await arena.finish(first[2], "0-1")
+    event = await arena.finish(first[0], "1-0", boosted=("white",))
+    await arena.finish(first[1], "1/2-1/2", boosted=("white", "black"))  # never accepted: nothing
+    await arena.finish(unpaid, "0-1")
     await eventually(lambda: arena.scored(created.id), lambda n: n == 3)
     await arena.republish(event)
     # AR-2: back in the queue at once and paired again; AR-3: the last opponents wait 5 minutes.
@@ -72,6 +78,12 @@ async def test_players_are_paired_scored_requeued_and_the_board_matches_the_rule
     assert board == await arena.pure_board(created.id)
     winner = next(row for row in board if row[1] == first[0]["white_id"])
     assert winner[2] == 4
+    assert [row[2] for row in board if row[1] in (first[1]["white_id"], first[1]["black_id"])] == [1, 1]
+    # The boost nobody paid for doubles nothing, and the stored game says it was not played boosted.
+    assert next(row for row in board if row[1] == unpaid["black_id"])[2] == 2
+    stored = await arena.db.fetchrow("SELECT white_boosted, black_boosted FROM arena_games WHERE game_id = $1",
+                                     unpaid["game_id"])
+    assert (stored["white_boosted"], stored["black_boosted"]) == (False, False)
 
     # Redis lost: the leaderboard comes back from PostgreSQL, equal.
     await arena.redis.flushall()

@@ -105,6 +105,11 @@ async def test_boosted_arena_game(tools, unique) -> None:
     # AR-5: black boosts before their first move: increment removed, base halved (180 -> 90 s).
     await site.boost(game_id, black)
     await eventually(lambda: _boosted(client, game_id, "black"), 10, "boost applied")
+    # The play site hears of it at once: the cut shows, and GameFinished can say the game was boosted.
+    await eventually(lambda: any(s.black_boosted for s in tap.states(game_id)), 10, "boost's clock state")
+    boosted = next(s for s in tap.states(game_id) if s.black_boosted)
+    assert boosted.ply == 0 and not boosted.white_boosted and boosted.black_remaining_ms == 90_000
+    assert boosted.meta.event_id == f"state:{game_id}:0:boost-black"
     await time.sleep_until(after(t0, 1))
     await site.move(game_id, white, 1, at=after(t0, 1))
     # Moves and boosts come on different topics (two consumers): the clock judges a boost by the
@@ -114,9 +119,9 @@ async def test_boosted_arena_game(tools, unique) -> None:
     # White boosting after their own first move is too late: ignored.
     await site.boost(game_id, white)
     await site.move(game_id, black, 2, at=after(t0, 2))
-    await eventually(lambda: len(tap.states(game_id)) >= 2, 10, "two clock states")
-    state = tap.states(game_id)[-1]
-    assert state.ply == 2 and state.side_to_move == common.COLOR_WHITE
+    await eventually(lambda: any(s.ply == 2 for s in tap.states(game_id)), 10, "black's move applied")
+    state = next(s for s in tap.states(game_id) if s.ply == 2)
+    assert state.side_to_move == common.COLOR_WHITE and state.black_boosted and not state.white_boosted
     assert state.black_remaining_ms == 89_000, "90 s boosted base, 1 s used, no increment"
     assert state.white_remaining_ms == 181_000, "180 s, 1 s used, +2 s increment"
     clock = await client.get(game_id)

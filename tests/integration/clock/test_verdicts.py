@@ -72,9 +72,19 @@ def test_events_before_the_players_are_known_are_kept_by_player() -> None:
     assert ops.on_presence(record, "b", True, 0, 0) == "handled"
     assert ops.boost(record, "b", 10, 10) == "parked"
     assert ops.apply_move(record, "w", 1, 20, 20) == "parked"
-    ops.on_started(record, GameMeta(white_id="w", black_id="b", kind=Kind.FISCHER, base_s=180), 0, 30)
+    applied = ops.on_started(record, GameMeta(white_id="w", black_id="b", kind=Kind.FISCHER, base_s=180), 0, 30)
+    # The parked boost's state first (AR-5), then the early move's, which the play site is sent.
+    assert [(a.ply, a.cause) for a in applied] == [(0, "boost"), (1, "")]
     assert record.status is Status.RUNNING and record.ply == 1 and record.presence[Side.BLACK].seen
     assert record.clock is not None and record.clock.black.boosted and record.clock.black.remaining_ms == 90_000
+
+
+def test_a_boost_the_clock_applies_is_published_and_one_it_refuses_is_not() -> None:
+    record = started()
+    assert ops.boost_published(record, "b", 100, 100) == ("applied", [ops.AppliedMove(0, 100, "boost-black")])
+    assert ops.boost_published(record, "b", 200, 200) == ("refused", [])  # once only
+    ops.apply_move(record, "w", 1, 1_000, 1_000)
+    assert ops.boost_published(record, "w", 1_500, 1_500) == ("after_first_move", [])
 
 
 def test_stale_and_foreign_moves_change_nothing() -> None:
