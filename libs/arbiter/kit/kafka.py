@@ -50,11 +50,25 @@ def make_broker(settings: KitSettings, service: str, metrics: Metrics) -> KafkaB
     )
 
 
-def _decoder(topic: Topic) -> Callable[[Any], Awaitable[Any]]:
+def _undecodable(metrics: Metrics, topic_name: str) -> None:
+    """Count and log a record that does not parse: it is skipped, or it would come back for ever."""
+    metrics.events_consumed.labels(metrics.service, topic_name, "undecodable").inc()
+    log.error("record skipped: it does not parse as this topic's message", extra={"topic": topic_name})
+
+
+def _decoder(topic: Topic, metrics: Metrics) -> Callable[[Any], Awaitable[Any]]:
+    """Decode a record (None if it does not parse) or a batch (without those that do not)."""
+    def one(body: bytes) -> Message | None:
+        try:
+            return topic.decode(body)
+        except DecodeError:
+            _undecodable(metrics, topic.name)
+            return None
+
     async def decode(message: Any) -> Any:
         if isinstance(message.body, list):
-            return [topic.decode(body) for body in message.body]
-        return topic.decode(message.body)
+            return [event for event in map(one, message.body) if event is not None]
+        return one(message.body)
 
     return decode
 
@@ -72,6 +86,8 @@ def subscribe(
     group_id = settings.kafka_group_prefix + group_id
 
     async def on_message(body: Any) -> None:
+        if body is None or (batch and not body):
+            return  # nothing in it parsed (counted while decoding)
         started = time.perf_counter()
         try:
             outcome = await handler(body) or "handled"
@@ -91,7 +107,7 @@ def subscribe(
         "heartbeat_interval_ms": settings.kafka_heartbeat_interval_ms,
         # A fetch waits at most this long for new records: every hop of a result -> pairing chain pays it.
         "fetch_max_wait_ms": settings.kafka_fetch_max_wait_ms,
-        "decoder": _decoder(topic),
+        "decoder": _decoder(topic, metrics),
         "title": f"{group_id}:{topic.name}",
         "description": f"{topic.message.DESCRIPTOR.full_name} consumed by {group_id}",
     }
@@ -124,7 +140,13 @@ def subscribe_many(
 
     async def decode(message: Any) -> Any:
         records = message.raw_message if isinstance(message.raw_message, tuple) else (message.raw_message,)
-        return [(record.topic, by_name[record.topic][0].decode(record.value or b"")) for record in records]
+        decoded = []
+        for record in records:
+            try:
+                decoded.append((record.topic, by_name[record.topic][0].decode(record.value or b"")))
+            except DecodeError:
+                _undecodable(metrics, record.topic)
+        return decoded
 
     async def on_batch(body: Any) -> None:
         grouped: dict[str, list[Message]] = {}

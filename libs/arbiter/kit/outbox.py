@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import asyncpg
+from aiokafka.errors import KafkaError
 from google.protobuf.message import Message
 
 from arbiter.kit.events import event_type_of, stamp_meta, topic_of
@@ -117,7 +118,9 @@ class OutboxRelay:
             try:
                 async with self.pool.acquire() as connection:
                     await self._serve(connection, stop)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncio.TimeoutError) as error:
+            # A broker that is down or refuses a record (KafkaError) is waited for like a database: the
+            # events stay in the outbox, and the service keeps serving meanwhile.
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncio.TimeoutError, KafkaError) as error:
                 self.metrics.errors.labels(self.metrics.service, "outbox_relay").inc()
                 log.warning("outbox relay failed, retrying", extra={"error": repr(error)})
                 await pause(stop, self.poll_seconds)

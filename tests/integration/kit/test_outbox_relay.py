@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import asyncpg
 import pytest
+from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError
 
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.db import create_pool, migrate
@@ -134,6 +135,33 @@ async def test_a_relay_whose_connection_is_killed_reconnects_and_loses_nothing(t
         assert len(new_holders) == 1 and new_holders != [pid]
         assert metrics.registry.get_sample_value(
             "arbiter_errors_total", {"service": schema, "kind": "outbox_relay"}) >= 1
+    finally:
+        stop.set()
+        await task
+
+
+async def test_a_broker_that_fails_is_waited_for_and_nothing_is_lost(table: Table) -> None:
+    """aiokafka's errors (a timeout, a lost connection) do not end the relay, and so the service."""
+    pool, schema, outbox = table.pool, table.schema, table.outbox
+    recorder = Recorder()
+    failures = [KafkaTimeoutError(), KafkaConnectionError("broker gone")]
+
+    async def flaky(records: Sequence[OutboxRecord]) -> None:
+        if failures:
+            raise failures.pop(0)
+        await recorder.publisher("a")(records)
+
+    metrics = Metrics(schema)
+    relay = OutboxRelay(pool, schema, flaky, metrics, poll_seconds=0.1)
+    stop = asyncio.Event()
+    task = asyncio.create_task(relay.run(stop))
+    try:
+        await add_events(pool, outbox, ["g-1", "g-2"])
+        await wait_for(lambda: len(recorder.published) == 2)
+        assert not task.done()
+        assert [record.key for _, record in recorder.published] == ["g-1", "g-2"]
+        assert metrics.registry.get_sample_value(
+            "arbiter_errors_total", {"service": schema, "kind": "outbox_relay"}) == 2
     finally:
         stop.set()
         await task

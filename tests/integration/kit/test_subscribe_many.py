@@ -11,7 +11,7 @@ from aiokafka import AIOKafkaProducer
 from arbiter.contracts import common_pb2
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit import events
-from arbiter.kit.kafka import make_broker, owns_every_partition, subscribe_many
+from arbiter.kit.kafka import make_broker, owns_every_partition, subscribe, subscribe_many
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.settings import KitSettings
 
@@ -72,6 +72,59 @@ async def test_one_consumer_dispatches_by_topic_and_redelivers_after_a_failure(i
         # which is why every handler is idempotent.
         assert metrics.registry.get_sample_value(
             "arbiter_events_consumed_total", {"service": "kit_many", "topic": "game.finished", "outcome": "error"}) >= 1
+    finally:
+        await producer.stop()
+        await broker.stop()
+
+
+async def test_a_record_that_does_not_parse_is_skipped_and_counted_not_redelivered_for_ever(infra_env) -> None:
+    """A poison record (not the topic's message) must not hold its partition: both kinds of consumer skip it."""
+    settings = KitSettings(
+        kafka_bootstrap_servers=infra_env["KAFKA_BOOTSTRAP_SERVERS"], redis_url=infra_env["REDIS_URL"],
+        database_url=infra_env["DATABASE_URL"], grpc_port=0, metrics_port=0, kafka_heartbeat_interval_ms=500,
+    )
+    tag = uuid.uuid4().hex[:8]
+    metrics = Metrics("kit_poison")
+    broker = make_broker(settings, "kit_poison", metrics)
+    many: list[str] = []
+    batched: list[str] = []
+    single: list[str] = []
+
+    async def on_many(batch: list[ev.GameFinished]) -> str:
+        many.extend(e.game_id for e in batch if e.game_id.startswith(tag))
+        return "handled"
+
+    async def on_batched(batch: list[ev.GameAbandoned]) -> str:
+        batched.extend(e.game_id for e in batch if e.game_id.startswith(tag))
+        return "handled"
+
+    async def on_single(event: ev.TournamentCancelled) -> str:
+        if event.tournament_id.startswith(tag):
+            single.append(event.tournament_id)
+        return "handled"
+
+    subscribe_many(broker, settings, metrics, {events.GAME_FINISHED: on_many}, f"kit-poison-many-{tag}")
+    subscribe(broker, settings, metrics, events.GAME_ABANDONED, f"kit-poison-batch-{tag}", on_batched, batch=True)
+    subscribe(broker, settings, metrics, events.TOURNAMENT_CANCELLED, f"kit-poison-one-{tag}", on_single)
+    await broker.start()
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers)
+    await producer.start()
+    poison = b"\xff\xff\xff not a protobuf message"
+    try:
+        for topic, good in ((events.GAME_FINISHED, ev.GameFinished(game_id=f"{tag}-after")),
+                            (events.GAME_ABANDONED, ev.GameAbandoned(game_id=f"{tag}-after")),
+                            (events.TOURNAMENT_CANCELLED, ev.TournamentCancelled(tournament_id=f"{tag}-after"))):
+            await producer.send_and_wait(topic.name, poison, key=tag.encode())
+            await producer.send_and_wait(topic.name, good.SerializeToString(), key=tag.encode())
+        await _eventually(lambda: many == batched == single == [f"{tag}-after"])
+
+        def undecodable(topic: str) -> float:
+            return metrics.registry.get_sample_value(
+                "arbiter_events_consumed_total", {"service": "kit_poison", "topic": topic, "outcome": "undecodable"}
+            ) or 0.0
+
+        assert [undecodable(t.name) for t in (events.GAME_FINISHED, events.GAME_ABANDONED,
+                                               events.TOURNAMENT_CANCELLED)] == [1.0, 1.0, 1.0]
     finally:
         await producer.stop()
         await broker.stop()
