@@ -67,7 +67,10 @@ class ResultDesk:
         by_game = {e.game_id: e for e in ours}
         now = self.clock.now()
         async with self.pool.acquire() as connection, connection.transaction():
-            fresh = await first_deliveries(connection, CONSUMER, [e.meta.event_id for e in ours])
+            # Scoring is once per game whatever the event; an event without an id (a producer's bug)
+            # is recorded under its game's, rather than refused for ever.
+            fresh = await first_deliveries(connection, CONSUMER, [
+                e.meta.event_id or f"{e.game_id}/finished/no-event-id" for e in ours])
             effects = await self._score_batch(connection, by_game, now)
         await self._apply(effects)
         return "handled" if fresh else "duplicate"
@@ -111,7 +114,7 @@ class ResultDesk:
             if result is None:
                 log.warning("finished game without a result", extra={"game_id": game["game_id"]})
                 continue
-            at = event.finished_at.ToDatetime(tzinfo=UTC) if event.HasField("finished_at") else now
+            at = _finished_at(event, now)
             finished_at[game["game_id"]] = at
             # AR-5: a boost doubles a win when the arena accepted it (the Boost call) and the game was
             # played with it: the clock applied its cost, which the play site's GameFinished reports.
@@ -121,7 +124,7 @@ class ResultDesk:
             for side, boosted in ((Side.WHITE, white_boosted), (Side.BLACK, black_boosted)):
                 seat = (game["arena_id"], game["white_id"] if side is Side.WHITE else game["black_id"])
                 _, records[seat] = score_game(records[seat], result.outcome_for(side), boosted)
-            scored_games.append((game["game_id"], result.value, common.Termination.Name(event.termination), at,
+            scored_games.append((game["game_id"], result.value, _termination_name(event.termination), at,
                                  white_boosted, black_boosted))
         if scored_games:
             scored_ids = {row[0] for row in scored_games}
@@ -232,3 +235,24 @@ class ResultDesk:
                 " GROUP BY id) AS m WHERE g.game_id = m.id AND g.result IS NULL",
                 [game for game, _ in moves], [player for _, player in moves],
             )
+
+
+def _finished_at(event: ev.GameFinished, now: datetime) -> datetime:
+    """When the game ended; now when the event does not say, or says something no date can be."""
+    if not event.HasField("finished_at"):
+        return now
+    try:
+        return event.finished_at.ToDatetime(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        log.warning("finished_at out of range; the arena takes now", extra={"game_id": event.game_id})
+        return now
+
+
+def _termination_name(value: int) -> str:
+    """The termination's name; a number this build does not know is kept as UNSPECIFIED, not refused."""
+    if value in _TERMINATIONS:
+        return common.Termination.Name(value)
+    return common.Termination.Name(common.TERMINATION_UNSPECIFIED)
+
+
+_TERMINATIONS = frozenset(common.Termination.values())

@@ -89,6 +89,9 @@ class ClockHandlers:
         outcomes = [""] * len(items)
         by_game: dict[str, list[int]] = {}
         for index, (game_id, _, _) in enumerate(items):
+            if not game_id:
+                outcomes[index] = "invalid"  # no game to change: counted, and the partition moves on
+                continue
             by_game.setdefault(game_id, []).append(index)
         states: list[ev.ClockState] = []
         correspondence: list[str] = []
@@ -242,12 +245,16 @@ class ClockHandlers:
         another's script.
         """
         by_game: dict[str, list[MoveFields]] = {}
+        without_game = 0
         for move in moves:
             # Each field of a protobuf message is read once: every read builds a Python object.
+            game_id = move.game_id
+            if not game_id:
+                without_game += 1
+                continue
             stamp = move.played_at
             seconds, nanos = stamp.seconds, stamp.nanos
             fields = (move.player_id, move.ply, seconds * 1000 + nanos // 1_000_000 if seconds or nanos else None)
-            game_id = move.game_id
             game_moves = by_game.get(game_id)
             if game_moves is None:
                 by_game[game_id] = [fields]
@@ -259,6 +266,8 @@ class ClockHandlers:
         chunks = [games[i:i + MOVE_CHUNK] for i in range(0, len(games), MOVE_CHUNK)]
         results = await asyncio.gather(*(self._apply_live_moves(chunk, by_game, now, encoder) for chunk in chunks))
         outcomes: Counter[str] = Counter()
+        if without_game:
+            outcomes["invalid"] = without_game
         states: list[EncodedState] = []
         correspondence: list[str] = []
         for chunk_outcomes, chunk_states, chunk_correspondence in results:

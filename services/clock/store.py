@@ -216,7 +216,8 @@ class LiveStore:
         if not ids:
             return {}
         parked: dict[int, list[bytes]] | None = None
-        if not all(game_id.isprintable() for game_id in ids):
+        # The joined script splits on a separator and drops empty ids: those take the MGET path.
+        if not all(game_id and game_id.isprintable() for game_id in ids):
             values = await self.redis.mget([self.key(game_id) for game_id in ids])
         else:
             reply = await self._load_joined(args=[f"{self.prefix}:g:", _GS.join(ids), f"{self.prefix}:e:"])

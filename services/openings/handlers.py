@@ -29,7 +29,9 @@ class TournamentCancelledHandler:
             log.warning("tournament.cancelled without a tournament id", extra={"event_id": event.meta.event_id})
             return "ignored"
         async with self.pool.acquire() as connection, connection.transaction():
-            if not await first_delivery(connection, CONSUMER, event.meta.event_id):
+            # The pairing service's own id for a cancellation, for one published without an id.
+            event_id = event.meta.event_id or f"{event.tournament_id}/cancelled"
+            if not await first_delivery(connection, CONSUMER, event_id):
                 return "duplicate"
             # Same lock as a draw: no draw of this tournament commits after its cancellation.
             await store.lock_competition(connection, "tournament", event.tournament_id)

@@ -65,6 +65,19 @@ class IncomingResult:
     players_freed: bool = False
 
 
+def _event_id(event: ev.GameFinished | ev.ClockFlagged | ev.GameAbandoned, source: str) -> str:
+    """The event's id; for one published without (a producer's bug), one of the game and the topic.
+
+    Refusing it would hold its partition for good and leave the game unscored; as a redelivery
+    gets the same id, it is still applied once.
+    """
+    if event.meta.event_id:
+        return event.meta.event_id
+    log.warning("result without an event id: deduplicated by game and topic", extra={
+        "game_id": event.game_id, "source": source})
+    return f"{event.game_id}/{source}/no-event-id"
+
+
 def from_finished(event: ev.GameFinished) -> IncomingResult:
     """The play site's final word (T-16..T-19 endings included)."""
     def decide(row: Any) -> tuple[ScoredResult, str]:
@@ -77,8 +90,8 @@ def from_finished(event: ev.GameFinished) -> IncomingResult:
         )
         return scored, termination_name(event.termination)
 
-    return IncomingResult(event.game_id, event.meta.event_id, events.GAME_FINISHED.name, event.meta.producer,
-                          decide, event.competition.kind == common.COMPETITION_KIND_TOURNAMENT,
+    return IncomingResult(event.game_id, _event_id(event, events.GAME_FINISHED.name), events.GAME_FINISHED.name,
+                          event.meta.producer, decide, event.competition.kind == common.COMPETITION_KIND_TOURNAMENT,
                           players_freed=bool(event.white_id and event.black_id))
 
 
@@ -98,8 +111,8 @@ def from_flag(event: ev.ClockFlagged) -> IncomingResult:
             termination = event.reason or common.TERMINATION_TIME
         return scored, termination_name(termination)
 
-    return IncomingResult(event.game_id, event.meta.event_id, events.CLOCK_FLAGGED.name, event.meta.producer,
-                          decide, False)
+    return IncomingResult(event.game_id, _event_id(event, events.CLOCK_FLAGGED.name), events.CLOCK_FLAGGED.name,
+                          event.meta.producer, decide, False)
 
 
 def from_abandon(event: ev.GameAbandoned) -> IncomingResult:
@@ -107,8 +120,8 @@ def from_abandon(event: ev.GameAbandoned) -> IncomingResult:
     def decide(row: Any) -> tuple[ScoredResult, str]:
         return result_of_abandon(tournament_rated=row["rated"]), termination_name(common.TERMINATION_BOTH_ABSENT)
 
-    return IncomingResult(event.game_id, event.meta.event_id, events.GAME_ABANDONED.name, event.meta.producer,
-                          decide, False)
+    return IncomingResult(event.game_id, _event_id(event, events.GAME_ABANDONED.name), events.GAME_ABANDONED.name,
+                          event.meta.producer, decide, False)
 
 
 class ResultDesk:
@@ -178,9 +191,6 @@ class ResultDesk:
                 if item.game_id not in known and (item.claims_tournament or _OUR_GAME_ID.match(item.game_id)):
                     ignored["unknown_game"] += 1
             ours = [i for i in incoming if i.game_id in known]
-            # Only our games' events are deduplicated: another game's event without an id is not ours to refuse.
-            if any(not item.event_id for item in ours):
-                raise ValueError(f"{CONSUMER}: event without an event id cannot be deduplicated")
             repeated = 0
             in_batch: dict[str, None] = {}
             invalid: list[tuple[IncomingResult, str]] = []

@@ -99,10 +99,13 @@ def judge(event: ev.GameFinished) -> Verdict:
     elif white_id == black_id:
         problem = f"{white_id} cannot play themselves"
     elif result not in _WHITE_SCORE:
-        problem = f"a rated game needs a win or a draw, not {common_pb2.GameResult.Name(result)}"
+        name = common_pb2.GameResult.Name(result) if result in _RESULTS else f"unknown result {result}"
+        problem = f"a rated game needs a win or a draw, not {name}"
     elif not event.HasField("finished_at"):
         # The finish time orders the pool (see ledger); a made-up one would misplace the game.
         problem = "no finished_at"
+    elif not _FIRST_SECOND <= event.finished_at.seconds <= _LAST_SECOND:
+        problem = f"finished_at {event.finished_at.seconds} s is not a date (years 1..9999)"
     if problem or pool is None:
         return Verdict(event_id, INVALID, problem=problem)
     finished = event.finished_at
@@ -115,6 +118,11 @@ def judge(event: ev.GameFinished) -> Verdict:
         white_score=_WHITE_SCORE[result],
     )
     return Verdict(event_id, RatedReason.RATED.value, pool, game)
+
+
+_RESULTS = frozenset(common_pb2.GameResult.values())
+# The seconds of a protobuf Timestamp's range (0001-01-01 .. 9999-12-31): a datetime holds them all.
+_FIRST_SECOND, _LAST_SECOND = -62_135_596_800, 253_402_300_799
 
 
 def rating_message(state: PlayerState) -> common_pb2.Rating:

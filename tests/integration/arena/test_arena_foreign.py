@@ -70,3 +70,24 @@ async def test_both_first_moves_in_one_batch_count_and_foreign_events_change_not
     assert await desk.on_moves(batch) == "handled"
     assert await arena.db.fetchval("SELECT white_moved AND black_moved FROM arena_games WHERE game_id = $1",
                                    game["game_id"])
+
+
+async def test_a_result_with_what_this_build_cannot_read_is_scored_not_refused_for_ever(arena: ArenaUnderTest) -> None:
+    """No event id, a termination number this build does not know and a finish time no date can be:
+    the game is scored (the result itself is readable), now standing in for the time."""
+    tag = uuid.uuid4().hex[:6]
+    created = await arena.create(f"c{tag}")
+    await arena.join(created.id, f"w{tag}", f"b{tag}")
+    game = (await arena.wait_running(created.id, 1))[0]
+    odd = ev.GameFinished(game_id=game["game_id"], competition=cm.CompetitionRef(
+        kind=cm.COMPETITION_KIND_ARENA, id=created.id), white_id=game["white_id"], black_id=game["black_id"],
+        result=cm.GAME_RESULT_WHITE_WINS, termination=999)  # type: ignore[arg-type]
+    odd.finished_at.seconds = 10**13
+    desk = desk_of(arena)
+    assert await desk.on_finished([odd]) == "handled"
+    assert await desk.on_finished([odd]) == "duplicate"
+    row = await arena.db.fetchrow("SELECT result, termination, finished_at FROM arena_games WHERE game_id = $1",
+                                  game["game_id"])
+    assert row["result"] is not None and row["termination"] == "TERMINATION_UNSPECIFIED"
+    assert abs((row["finished_at"] - arena.clock.now()).total_seconds()) < 3600
+    assert await arena.scored(created.id) == 1

@@ -165,3 +165,22 @@ async def test_a_request_written_unread_never_overwrites_a_stored_game(replicas)
     await b.on_requested([requested(game)])
     record = await a.live.load(game)
     assert record is not None and record.status.value == "over" and record.ply == 1
+
+
+async def test_events_without_a_game_id_are_counted_and_do_not_stop_the_rest(replicas) -> None:  # type: ignore[no-untyped-def]
+    """A MoveMade or a presence change naming no game changes nothing and never fails its batch."""
+    a, _ = replicas
+    game = f"cache-{uuid.uuid4().hex[:8]}"
+    t0 = datetime.now(UTC) - timedelta(seconds=30)
+    await a.on_started([started(game, t0)])
+    assert await a.on_moves([move("", 1, t0), move(game, 1, t0 + timedelta(seconds=1))]) == "handled"
+    assert await a.on_presence([presence("", "someone", False, t0), presence(game, f"{game}-b", True, t0)]) == "handled"
+    record = await a.live.load(game)
+    assert record is not None and record.ply == 1
+    registry = a.metrics.base.registry
+    assert registry.get_sample_value("arbiter_clock_moves_total", {"service": "clock", "outcome": "invalid"}) == 1
+    assert registry.get_sample_value("arbiter_clock_events_total",
+                                     {"service": "clock", "kind": "presence", "outcome": "invalid"}) == 1
+    # Read straight from the store: an empty id beside a real one is one value each, not a shifted reply.
+    loaded = await a.live.load_many(["", game])
+    assert loaded[""] is None and loaded[game] is not None and loaded[game].ply == 1

@@ -81,3 +81,24 @@ async def test_the_later_of_two_replicas_scoring_a_rounds_last_games_moves_the_r
             assert poked["first"] == ([] if alone else [tournament_id])
     finally:
         await redis.aclose()
+
+
+async def test_a_result_without_an_event_id_is_applied_once_not_refused_for_ever(infra_env, database_url) -> None:
+    """A producer's bug (no event id) must not hold the partition: deduplicated by game and topic instead."""
+    tag = uuid.uuid4().hex[:8]
+    seats = [(f"t_{tag}-r1-b{board}-g1", f"{tag}-w{board}", f"{tag}-b{board}") for board in (1, 2)]
+    redis = aioredis.from_url(infra_env["REDIS_URL"])
+    try:
+        async with private_pairing_schema(database_url) as pool:
+            await insert_round_games(pool, tag, [(*seats[0], False), (*seats[1], False)])
+            desk = ResultDesk(pool, TimeSource(), BusyRegistry(redis, 600), WatchHub(redis),
+                              PairingMetrics.create(Metrics("no-id")), lambda _: None, "pairing", alone=lambda: True)
+            anonymous = _finished(*seats[0])
+            anonymous.meta.event_id = ""
+            assert await desk.apply([from_finished(anonymous), from_finished(_finished(*seats[1]))]) == "handled"
+            assert await desk.apply([from_finished(anonymous)]) == "duplicate"  # the redelivery
+            assert await pool.fetchval("SELECT count(*) FROM games WHERE finished") == 2
+            assert await pool.fetchval("SELECT decided_by FROM games WHERE game_id = $1", seats[0][0]) == (
+                f"game.finished:{seats[0][0]}/game.finished/no-event-id")
+    finally:
+        await redis.aclose()

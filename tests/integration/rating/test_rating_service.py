@@ -9,6 +9,7 @@ game_id) (`arbiter.rating.ledger.replay_in_order`), whatever order they were del
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import random
 import sys
@@ -96,9 +97,19 @@ def unrated_games(prefix: str, at: datetime) -> dict[str, list[ev.GameFinished]]
                                  black_sat=False, termination=cm.TERMINATION_BOTH_ABSENT)],
         # T-8: a competition "game" without an opponent.
         "bye": [finished(f"{prefix}-bye", a, "", cm.GAME_RESULT_WHITE_WINS, at)],
-        # Says rated but cannot be: unknown variant.
-        "invalid": [finished(f"{prefix}-badvariant", a, b, cm.GAME_RESULT_WHITE_WINS, at, variant="chess")],
+        # Says rated but cannot be: unknown variant, a result this build does not know, no date.
+        "invalid": [
+            finished(f"{prefix}-badvariant", a, b, cm.GAME_RESULT_WHITE_WINS, at, variant="chess"),
+            finished(f"{prefix}-badresult", a, b, 99, at),  # type: ignore[arg-type]
+            _never_dated(finished(f"{prefix}-baddate", a, b, cm.GAME_RESULT_DRAW, at)),
+        ],
     }
+
+
+def _never_dated(event: ev.GameFinished) -> ev.GameFinished:
+    """The event with a finish time past year 9999 (no datetime holds it)."""
+    event.finished_at.seconds = 10**13
+    return event
 
 
 # --------------------------------------------------------------------------- plumbing
@@ -422,6 +433,9 @@ async def test_bad_input_is_refused_and_unknown_players_get_the_default(start_sy
         await refused(stub.GetRatingHistory, history(page_token="not-a-token"), "page_token")
         # Valid base64 of foreign JSON.
         await refused(stub.GetRatingHistory, history(page_token="eyJ4IjoxfQ"), "page_token")
+        # Base64 of JSON nested deeper than the parser's recursion limit.
+        await refused(stub.GetRatingHistory, history(page_token=base64.urlsafe_b64encode(b"[" * 5_000).decode()),
+                      "page_token")
 
         # Unknown players: the new-player rating (R-5), provisional, no error; aliases answer canonically.
         nobody = await stub.GetRating(rating_pb2.GetRatingRequest(player_id=f"nobody-{uuid.uuid4().hex}",
