@@ -27,7 +27,14 @@ from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.creators import claim_creator_slot
 from arbiter.kit.actors import registered_player
-from arbiter.kit.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from arbiter.kit.errors import (
+    MAX_PAGE_TOKEN_LENGTH,
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+)
 from arbiter.kit.events import timestamp
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timers import schedule_timer
@@ -59,13 +66,19 @@ def _encode_offset(offset: int) -> str:
 
 def _decode_offset(token: str) -> int:
     try:
+        if len(token) > MAX_PAGE_TOKEN_LENGTH:
+            raise ValueError(token)
         kind, _, value = base64.urlsafe_b64decode(token.encode()).decode().partition(":")
         offset = int(value)
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise InvalidArgument("page_token is not one this service handed out") from None
-    if kind != "o" or offset < 0:
+    # A leaderboard holds at most an arena's players; Redis refuses offsets past 64 bits.
+    if kind != "o" or not 0 <= offset <= _MAX_OFFSET:
         raise InvalidArgument("page_token is not one this service handed out")
     return offset
+
+
+_MAX_OFFSET = 2**31 - 1
 
 
 class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):

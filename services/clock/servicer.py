@@ -15,7 +15,7 @@ import asyncpg
 from arbiter.clocks import CLOCK_CAP_S, ClaimKind, ClockError, Side, TripleBlockClock
 from arbiter.contracts import clock_pb2 as cp
 from arbiter.contracts import clock_pb2_grpc
-from arbiter.kit.actors import player_id_of
+from arbiter.kit.actors import player_id_of, registered_player
 from arbiter.kit.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
@@ -152,15 +152,21 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
         decides a claim; the play site checks that the acting account is the event's arbiter.
         """
         game_id = _game_id(request)
-        player_id = player_id_of(request.actor, "resolve a claim")
         decision = request.decision
-        if decision == cp.CLAIM_DECISION_UNSPECIFIED:
+        if decision not in _DECISIONS:
+            # proto3 lets any number through: an unknown one must not be taken for REJECTED's penalty.
             raise InvalidArgument("decision is required: UPHELD, REJECTED, UNRESOLVED or APPEALED (TB-7)")
+        # Deciding someone's claim is an arbiter's act: a registered account (A-1), never a guest or a bot.
+        player_id = (player_id_of(request.actor, "appeal") if decision == cp.CLAIM_DECISION_APPEALED
+                     else registered_player(request.actor, "decide a claim"))
 
         def resolve(record: GameRecord, now_ms: int) -> str:
             clock = _running_tb(record, game_id)
             now_s = now_ms // 1000
             claim = clock.claim
+            if decision != cp.CLAIM_DECISION_APPEALED and record.meta.side_of(player_id) is not None:
+                # A player acts only for themselves: deciding a claim in their own game is judging their own case.
+                raise PermissionDenied(f"{player_id} plays game {game_id}; only an arbiter decides its claims (TB-7)")
             try:
                 if decision == cp.CLAIM_DECISION_APPEALED:
                     side = _player_side(record, player_id, game_id)
@@ -175,12 +181,6 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
                     return "appeal"
                 if claim is None:
                     raise FailedPrecondition(f"game {game_id}: no claim or appeal is pending (TB-7)")
-                if record.meta.player(claim.claimant) == player_id:
-                    raise PermissionDenied(f"{player_id} filed this {claim.kind}; a claimant cannot decide it (TB-7)")
-                if record.meta.side_of(player_id) is not None:
-                    # A player acts only for themselves: the opponent deciding the claim would judge their own case.
-                    raise PermissionDenied(
-                        f"{player_id} plays game {game_id}; only an arbiter decides its {claim.kind} (TB-7)")
                 if decision == cp.CLAIM_DECISION_UNRESOLVED:
                     record.clock = clock.escalate_claim(now_s)
                     return "unresolved"
@@ -191,6 +191,10 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
                 raise FailedPrecondition(f"game {game_id}: {error} (TB-7)") from None
 
         return await self._correspondence_change(game_id, "a claim", resolve)
+
+
+_DECISIONS = frozenset({cp.CLAIM_DECISION_UPHELD, cp.CLAIM_DECISION_REJECTED, cp.CLAIM_DECISION_UNRESOLVED,
+                        cp.CLAIM_DECISION_APPEALED})
 
 
 def _player_side(record: GameRecord, player_id: str, game_id: str) -> Side:

@@ -32,6 +32,7 @@ from arbiter.contracts import tournament_pb2_grpc
 from arbiter.kit.creators import claim_creator_slot
 from arbiter.kit.actors import registered_player
 from arbiter.kit.errors import (
+    MAX_PAGE_TOKEN_LENGTH,
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
@@ -97,9 +98,11 @@ def _encode_cursor(starts_at: datetime, tournament_id: str) -> str:
 
 def _decode_cursor(token: str) -> tuple[datetime, str]:
     try:
+        if len(token) > MAX_PAGE_TOKEN_LENGTH:
+            raise ValueError(token)
         data = json.loads(base64.urlsafe_b64decode(token.encode()))
         return datetime.fromisoformat(data["s"]), str(data["i"])
-    except (ValueError, KeyError, TypeError, binascii.Error):
+    except (ValueError, KeyError, TypeError, binascii.Error, RecursionError):
         raise InvalidArgument("page_token is not one this service handed out") from None
 
 
@@ -354,7 +357,9 @@ class TournamentServicer(tournament_pb2_grpc.TournamentServiceServicer):
 
     async def _check_private_entry(self, row: Any, password: str, invite_token: str) -> None:
         """T-5: the creator's password or the invite link's token."""
-        if invite_token and row["invite_token"] and hmac.compare_digest(invite_token, row["invite_token"]):
+        # Bytes: compare_digest refuses str holding anything but ASCII, and a token is the caller's text.
+        if invite_token and row["invite_token"] and hmac.compare_digest(invite_token.encode(),
+                                                                        row["invite_token"].encode()):
             return
         if password and row["password_hash"]:
             if await asyncio.to_thread(password_matches, password, row["password_hash"]):

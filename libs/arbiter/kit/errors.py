@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 import grpc
+
+# Every page token a service hands out is far shorter; a longer one is refused before it is decoded
+# (a forged one could be deep enough JSON to exhaust the parser's recursion).
+MAX_PAGE_TOKEN_LENGTH: Final = 512
 
 
 class ServiceError(Exception):

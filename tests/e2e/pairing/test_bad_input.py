@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import uuid
 from datetime import datetime, timedelta
 
@@ -18,6 +19,10 @@ from arbiter.kit.timesource import TimeSource
 
 INVALID, NOT_FOUND = grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND
 PRECONDITION, DENIED = grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.PERMISSION_DENIED
+
+# A forged page token: base64 of 5,000 nested JSON lists (under the 64 KB message limit), deeper
+# than the JSON parser can recurse.
+DEEP_JSON_TOKEN = base64.urlsafe_b64encode(b"[" * 5_000).decode()
 
 
 def player(prefix: str = "bad") -> str:
@@ -143,6 +148,8 @@ async def test_every_rpc_refuses_bad_input_clearly_and_changes_nothing(service) 
         ("no credentials", lambda: stub.JoinTournament(tp.JoinTournamentRequest(actor=actor(stranger),
                                                                        tournament_id=open_one.id)),
          DENIED, ["private", "T-5"]),
+        ("non-ASCII invite link", lambda: stub.JoinTournament(tp.JoinTournamentRequest(
+            actor=actor(stranger), tournament_id=open_one.id, invite_token="é-lien")), DENIED, ["T-5"]),
         ("guest joins", lambda: stub.JoinTournament(tp.JoinTournamentRequest(
             actor=actor(stranger, common.ACCOUNT_KIND_GUEST), tournament_id=rated_one.id)), DENIED, ["A-1"]),
         ("below the minimum rating", lambda: stub.JoinTournament(tp.JoinTournamentRequest(actor=actor(stranger),
@@ -164,6 +171,8 @@ async def test_every_rpc_refuses_bad_input_clearly_and_changes_nothing(service) 
             page=common.PageRequest(page_size=-1))), INVALID, ["page_size"]),
         ("forged page token", lambda: stub.ListUpcomingTournaments(tp.ListUpcomingTournamentsRequest(
             page=common.PageRequest(page_token="eyJ4IjogMX0="))), INVALID, ["page_token"]),
+        ("page token of deep JSON", lambda: stub.ListUpcomingTournaments(tp.ListUpcomingTournamentsRequest(
+            page=common.PageRequest(page_token=DEEP_JSON_TOKEN))), INVALID, ["page_token"]),
         ("unknown variant filter", lambda: stub.ListUpcomingTournaments(tp.ListUpcomingTournamentsRequest(variant="go")),
          INVALID, ["go"]),
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import uuid
 from datetime import timedelta
 
@@ -109,6 +110,9 @@ async def test_bad_input_on_every_rpc_is_refused_clearly_and_changes_nothing(are
          "INVALID_ARGUMENT", "negative"),
         (s.GetLeaderboard, ap.GetLeaderboardRequest(arena_id=created.id, page=cm.PageRequest(page_token="%%%")),
          "INVALID_ARGUMENT", "page_token"),
+        # An offset past what Redis takes (the service's own token format, forged).
+        (s.GetLeaderboard, ap.GetLeaderboardRequest(arena_id=created.id, page=cm.PageRequest(
+            page_token=base64.urlsafe_b64encode(f"o:{10**30}".encode()).decode())), "INVALID_ARGUMENT", "page_token"),
         (s.GetLeaderboard, ap.GetLeaderboardRequest(arena_id=created.id, around_player_id=outsider), "NOT_FOUND",
          "never joined"),
         (s.GetLeaderboard, ap.GetLeaderboardRequest(arena_id=created.id, around_player_id=player,

@@ -159,6 +159,13 @@ async def test_triple_block_game_of_60_moves(stack, tools, unique) -> None:
             await game.refused("ResolveClaim", clock_pb2.ResolveClaimRequest(
                 actor=actor(player), game_id=game_id, decision=clock_pb2.CLAIM_DECISION_UPHELD),
                 grpc.StatusCode.PERMISSION_DENIED)
+        # Refused before anything changes: a decision this build does not know (not REJECTED's penalty),
+        # and a guest deciding. The replayed model below would catch any change.
+        await game.refused("ResolveClaim", clock_pb2.ResolveClaimRequest(
+            actor=actor("arbiter"), game_id=game_id, decision=99), grpc.StatusCode.INVALID_ARGUMENT)
+        await game.refused("ResolveClaim", clock_pb2.ResolveClaimRequest(
+            actor=common.Actor(player_id="guest-arbiter", kind=common.ACCOUNT_KIND_GUEST), game_id=game_id,
+            decision=clock_pb2.CLAIM_DECISION_UPHELD), grpc.StatusCode.PERMISSION_DENIED)
         if unresolved_first:
             await time.sleep_until(filed + days(0.5))
             reply = await game.call("ResolveClaim", clock_pb2.ResolveClaimRequest(
