@@ -33,6 +33,10 @@ __all__ = [
 # T-4 (and AR-1, which uses the same window for a scheduled arena).
 START_MIN_DELAY: Final = timedelta(minutes=5)
 START_MAX_DELAY: Final = timedelta(days=14)
+# T-15 sets no ceiling; this one only refuses the absurd. Ten rounds of the slowest live games fit many
+# times over, and the close it announces (which ends a stalled tournament and frees its creator, A-2)
+# stays within reach.
+TOURNAMENT_MAX_DURATION: Final = timedelta(days=30)
 # T-3
 DEFAULT_MINIMUM_ENTRANTS: Final = CAPACITY_MIN
 #
@@ -236,6 +240,10 @@ def validate_tournament_settings(request: TournamentRequest) -> TournamentSettin
         )
     if request.duration <= timedelta(0):
         raise CreationError(f"the duration must be positive, not {_human(request.duration)} (T-15)")
+    if request.duration > TOURNAMENT_MAX_DURATION:
+        raise CreationError(
+            f"a tournament lasts at most {_human(TOURNAMENT_MAX_DURATION)}, not {_human(request.duration)} (T-15)"
+        )
 
     password = request.password or None
     if password is not None and not request.private:

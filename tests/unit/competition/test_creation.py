@@ -122,6 +122,12 @@ def test_t15_duration_must_be_positive() -> None:
     refused("the duration must be positive", duration=timedelta(0))
 
 
+def test_t15_duration_has_a_ceiling_of_thirty_days() -> None:
+    refused("at most 30 days", duration=timedelta(days=30, minutes=1))
+    refused("at most 30 days", duration=timedelta(minutes=2**31 - 1))
+    assert validate_tournament_settings(request(duration=timedelta(days=30))).duration == timedelta(days=30)
+
+
 def test_t5_private_tournaments() -> None:
     settings = validate_tournament_settings(request(private=True))
     assert settings.invite_link and settings.password is None
