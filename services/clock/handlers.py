@@ -214,21 +214,20 @@ class ClockHandlers:
         return "handled" if {"applied", "parked"} & set(outcomes) else "ignored"
 
     def _playable(self, kind: str, batch: list[E]) -> list[E]:
-        """The events whose time control the rules accept (or that carry none); the rest counted and logged.
+        """The batch with every time control the rules refuse taken out (counted and logged).
 
         A clock the rules refuse cannot run, and an event that failed every time would hold its
-        partition for good: such a game is left without a clock.
+        partition for good. The rest of the event still counts: a GameStarted with a bad control
+        starts the game on its GameRequested's; a game with none has no clock.
         """
-        kept = []
         for event in batch:
             problem = time_control_problem(event.time_control)
-            if problem is None:
-                kept.append(event)
-                continue
-            self.metrics.count(kind, "invalid")
-            log.warning("game ignored: the rules refuse its time control",
-                        extra={"game_id": event.game_id, "error": problem})
-        return kept
+            if problem is not None:
+                event.ClearField("time_control")
+                self.metrics.count(kind, "invalid")
+                log.warning("time control ignored: the rules refuse it",
+                            extra={"game_id": event.game_id, "error": problem})
+        return batch
 
     def _count(self, kind: str, outcomes: list[str]) -> None:
         for outcome, n in Counter(outcomes).items():

@@ -246,8 +246,11 @@ def clock_message(record: GameRecord, now_ms: int) -> cp.Clock:
     reply = cp.Clock(game_id=record.game_id, kind=_KIND.get(record.kind, cp.CLOCK_KIND_UNSPECIFIED),
                      ply=record.ply, finished=not record.is_live, claim_reason=record.claim_reason)
     reply.server_time.FromMilliseconds(now_ms)
-    if clock is None:
-        clock = record.meta.new_clock() if record.kind is not Kind.UNKNOWN else None
+    if clock is None and record.kind is not Kind.UNKNOWN:
+        try:
+            clock = record.meta.new_clock()
+        except TimeControlError:
+            clock = None  # a control the rules refuse, stored before they did: no clock to show
     for side, target in ((Side.WHITE, reply.white), (Side.BLACK, reply.black)):
         target.player_id = record.meta.player(side)
         presence = record.presence[side]

@@ -7,11 +7,14 @@ second GameStarted, a second boost change nothing.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
-from arbiter.clocks import ClockError, FischerClock, TripleBlockClock, disconnect_deadline, effective_ms
+from arbiter.clocks import ClockError, FischerClock, TimeControlError, TripleBlockClock, disconnect_deadline, effective_ms
 from arbiter.clocks.verdict import clock_instant
 from services.clock.model import GameMeta, GameRecord, Kind, SidePresence, Status, with_meta
+
+log = logging.getLogger(__name__)
 
 
 _NOT_STARTED = frozenset((Status.NEW, Status.REQUESTED, Status.WAITING))
@@ -115,14 +118,22 @@ def on_started(record: GameRecord, meta: GameMeta, started_at_ms: int | None, no
 def start_clock(record: GameRecord, now_ms: int) -> list[AppliedMove]:
     """Start the clock at the game's opening, then apply the boosts and moves that came early."""
     started = min(record.started_at_ms if record.started_at_ms is not None else now_ms, now_ms)
-    clock = record.meta.new_clock()
+    try:
+        clock = record.meta.new_clock()
+    except TimeControlError as error:
+        # Stored before the rules refused such a control (TB-5): the game waits without a clock
+        # rather than fail every delivery of its events.
+        log.warning("game left without a clock: the rules refuse its time control",
+                    extra={"game_id": record.game_id, "error": str(error)})
+        record.status = Status.WAITING
+        return []
     record.clock = clock.start(clock_instant(clock, started))
     record.status = Status.RUNNING
     applied = []
     for player_id, at_ms in sorted(record.pending_boosts.items()):
         if boost(record, player_id, at_ms, now_ms) == "applied" and not applied:
             # The clocks as the play site must show them now (AR-5); a later early move says it again.
-            applied.append(AppliedMove(record.ply, now_ms, cause="boost"))
+            applied.append(AppliedMove(record.ply, max(now_ms, record_switch_ms(record)), cause="boost"))
     record.pending_boosts.clear()
     for ply in sorted(record.early_moves):
         player_id, _, played_at = record.early_moves[ply].decode().partition("\x1f")
@@ -248,7 +259,8 @@ def boost_published(
     side = record.meta.side_of(player_id)
     if outcome != "applied" or side is None:
         return outcome, []
-    return outcome, [AppliedMove(record.ply, now_ms, cause=f"boost-{side.value}")]
+    # Not before the last switch: `now_ms` was read before a retry that may have loaded a later move.
+    return outcome, [AppliedMove(record.ply, max(now_ms, record_switch_ms(record)), cause=f"boost-{side.value}")]
 
 
 def on_finished(record: GameRecord, finished_at_ms: int | None, now_ms: int) -> str:

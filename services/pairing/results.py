@@ -156,7 +156,10 @@ class ResultDesk:
             age = self.metrics.result_age.labels(self.metrics.service)
             for event in mine:
                 if event.meta.HasField("occurred_at"):
-                    published = event.meta.occurred_at.ToDatetime(tzinfo=UTC)
+                    try:
+                        published = event.meta.occurred_at.ToDatetime(tzinfo=UTC)
+                    except (ValueError, OverflowError):
+                        continue  # a stamp no date can hold says nothing about the delay; the result still counts
                     age.observe(max(0.0, self.clock.real_seconds((now - published).total_seconds())))
             outcome = await self.apply([from_finished(e) for e in mine], before_waking=freeing)
         except BaseException:

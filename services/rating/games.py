@@ -104,8 +104,9 @@ def judge(event: ev.GameFinished) -> Verdict:
     elif not event.HasField("finished_at"):
         # The finish time orders the pool (see ledger); a made-up one would misplace the game.
         problem = "no finished_at"
-    elif not _FIRST_SECOND <= event.finished_at.seconds <= _LAST_SECOND:
-        problem = f"finished_at {event.finished_at.seconds} s is not a date (years 1..9999)"
+    elif not (_FIRST_SECOND <= event.finished_at.seconds <= _LAST_SECOND
+              and 0 <= event.finished_at.nanos < 1_000_000_000):
+        problem = f"finished_at {event.finished_at.seconds} s {event.finished_at.nanos} ns is not a date (years 1..9999)"
     if problem or pool is None:
         return Verdict(event_id, INVALID, problem=problem)
     finished = event.finished_at
@@ -121,7 +122,8 @@ def judge(event: ev.GameFinished) -> Verdict:
 
 
 _RESULTS = frozenset(common_pb2.GameResult.values())
-# The seconds of a protobuf Timestamp's range (0001-01-01 .. 9999-12-31): a datetime holds them all.
+# A protobuf Timestamp's valid range (0001-01-01 .. 9999-12-31, nanos 0..999,999,999): a datetime
+# holds all of it.
 _FIRST_SECOND, _LAST_SECOND = -62_135_596_800, 253_402_300_799
 
 

@@ -181,9 +181,9 @@ def decide(clock: Clock, now_ms: int, white: Presence = ABSENT, black: Presence 
             due.append((deadline, True, side))
     flagged = flagged_side(clock, now_ms)
     if flagged is not None:
+        # For a side not to move (emptied by a rejected claim, TB-7), the deadline is the restart.
         deadline = flag_deadline_ms(clock)
-        # A side flagged while not to move (TB-7 penalty) ran out at no known instant: now.
-        at = deadline if deadline is not None and flagged is clock.to_move else now_ms
+        at = deadline if deadline is not None else now_ms
         due.append((min(at, now_ms), False, flagged))
     if not due:
         return None

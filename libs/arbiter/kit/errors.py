@@ -6,9 +6,9 @@ from typing import Final
 
 import grpc
 
-# Every page token a service hands out is far shorter; a longer one is refused before it is decoded
-# (a forged one could be deep enough JSON to exhaust the parser's recursion).
-MAX_PAGE_TOKEN_LENGTH: Final = 512
+# A page token longer than this is refused before it is decoded. Tokens that name a game id (the
+# rating history's) grow with it: this leaves ids of several thousand characters room.
+MAX_PAGE_TOKEN_LENGTH: Final = 8192
 
 
 class ServiceError(Exception):

@@ -64,7 +64,7 @@ async def test_players_are_paired_scored_requeued_and_the_board_matches_the_rule
 
     # Results: the boosted white wins 4 (AR-5); a duplicate changes nothing.
     event = await arena.finish(first[0], "1-0", boosted=("white",))
-    await arena.finish(first[1], "1/2-1/2", boosted=("white", "black"))  # never accepted: nothing
+    await arena.finish(first[1], "1-0", boosted=("white", "black"))  # never accepted: nothing
     await arena.finish(unpaid, "0-1")
     await eventually(lambda: arena.scored(created.id), lambda n: n == 3)
     await arena.republish(event)
@@ -78,7 +78,8 @@ async def test_players_are_paired_scored_requeued_and_the_board_matches_the_rule
     assert board == await arena.pure_board(created.id)
     winner = next(row for row in board if row[1] == first[0]["white_id"])
     assert winner[2] == 4
-    assert [row[2] for row in board if row[1] in (first[1]["white_id"], first[1]["black_id"])] == [1, 1]
+    assert {row[1]: row[2] for row in board if row[1] in (first[1]["white_id"], first[1]["black_id"])} == {
+        first[1]["white_id"]: 2, first[1]["black_id"]: 0}
     # The boost nobody paid for doubles nothing, and the stored game says it was not played boosted.
     assert next(row for row in board if row[1] == unpaid["black_id"])[2] == 2
     stored = await arena.db.fetchrow("SELECT white_boosted, black_boosted FROM arena_games WHERE game_id = $1",

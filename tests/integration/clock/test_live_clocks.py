@@ -174,7 +174,7 @@ async def test_start_order_variant_early_moves_and_refusals(tools, unique) -> No
 
 
 async def test_a_time_control_the_rules_refuse_leaves_its_game_without_a_clock(stack, tools, unique) -> None:
-    """0+0 and a Triple Block outside TB-5 cannot run: counted, logged, and the games after them still start."""
+    """0+0 and a Triple Block outside TB-5 cannot run: counted, logged, ignored; the games after them still start."""
     site, _tap, client, time = tools
     zero, bad_bank, fine = unique("g-zero"), unique("g-bad-bank"), unique("g-fine")
     metrics_url = stack.services["clock"].metrics_url
@@ -197,11 +197,17 @@ async def test_a_time_control_the_rules_refuse_leaves_its_game_without_a_clock(s
 
     await eventually(counted, 10, "both refusals counted")
     await eventually(lambda: _running(client, fine), 10, "the game after them started")
-    for game_id in (zero, bad_bank):
-        with pytest.raises(grpc.aio.AioRpcError) as missing:
-            await client.get(game_id)
-        assert missing.value.code() == grpc.StatusCode.NOT_FOUND
-    await site.finish(fine, "f-w", "f-b")
+    for game_id in (zero, bad_bank):  # known, without a clock
+        clock = await client.get(game_id)
+        assert clock.kind == clock_pb2.CLOCK_KIND_UNSPECIFIED and not clock.white.running and not clock.black.running
+    # A GameStarted with a bad control does not stop a requested game from starting on its own.
+    late = unique("g-late-bad")
+    await site.request(late, "lb-w", "lb-b", base=60)
+    await site.start_game(late, "lb-w", "lb-b", at=t0, base=0, tb=(1, 60, False))
+    await eventually(lambda: _running(client, late), 10, "started on its GameRequested's control")
+    assert (await client.get(late)).kind == clock_pb2.CLOCK_KIND_FISCHER
+    for game_id, white, black in ((fine, "f-w", "f-b"), (late, "lb-w", "lb-b")):
+        await site.finish(game_id, white, black)
 
 
 async def _running(client: ClockClient, game_id: str) -> bool:

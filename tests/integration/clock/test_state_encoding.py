@@ -29,12 +29,15 @@ def reference(record: GameRecord, now_ms: int) -> tuple[bytes, bytes, bytes]:
     gaps=st.lists(st.integers(0, 5_000), min_size=1, max_size=12),
     now_offset=st.integers(0, 10_000_000),
     game_id=st.text(min_size=1, max_size=20),
+    boosts=st.sets(st.sampled_from(["w", "b"])),
 )
 def test_the_encoder_writes_the_bytes_clock_state_gives(
-    started_at: int, gaps: list[int], now_offset: int, game_id: str
+    started_at: int, gaps: list[int], now_offset: int, game_id: str, boosts: set[str]
 ) -> None:
     record = GameRecord(game_id)
     ops.on_started(record, LIVE, started_at, started_at)
+    for player in sorted(boosts):  # AR-5: the boosted flags travel in every state
+        assert ops.boost(record, player, started_at, started_at) == "applied"
     at = started_at
     now = started_at + sum(gaps) + now_offset
     encoder = StateEncoder(now)
@@ -49,6 +52,7 @@ def test_the_encoder_writes_the_bytes_clock_state_gives(
         state = ev.ClockState.FromString(value)
         assert (key, event_id) == (game_id.encode(), f"state:{game_id}:{ply}".encode())
         assert state.ply == ply and state.server_time.ToMilliseconds() == at
+        assert (state.white_boosted, state.black_boosted) == ("w" in boosts, "b" in boosts)
 
 
 def test_zero_fields_and_a_triple_block_clock_come_out_as_clock_state_writes_them() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from arbiter.clocks import Outcome, Side, Termination
 from services.clock import operations as ops
+from services.clock.messages import clock_state
 from services.clock.model import (
     GameMeta,
     GameRecord,
@@ -87,6 +88,16 @@ def test_a_boost_the_clock_applies_is_published_and_one_it_refuses_is_not() -> N
     assert ops.boost_published(record, "w", 1_500, 1_500) == ("after_first_move", [])
 
 
+def test_a_boost_applied_on_a_reloaded_copy_is_stated_from_its_last_switch() -> None:
+    """A retry reloads a game a move reached meanwhile: the handler's `now` is then before the switch."""
+    record = started()
+    ops.apply_move(record, "w", 1, 1_000, 1_000)
+    outcome, applied = ops.boost_published(record, "b", 900, 900)
+    assert outcome == "applied" and applied == [ops.AppliedMove(1, 1_000, "boost-black")]
+    state = clock_state(record, applied[0].at_ms, 900, cause=applied[0].cause)
+    assert state.black_boosted and state.black_remaining_ms == 30_000
+
+
 def test_stale_and_foreign_moves_change_nothing() -> None:
     record = started()
     ops.apply_move(record, "w", 1, 1_000, 1_000)
@@ -133,3 +144,11 @@ def test_a_decided_record_keeps_its_verdict_through_the_stored_form() -> None:
     record.status, record.verdict = Status.DECIDED, verdict
     back = decode_body("g", "1", encode_body(record), {})
     assert back.verdict == verdict and back.verdict.reason is Termination.BOTH_ABSENT
+
+
+def test_a_stored_control_the_rules_now_refuse_leaves_the_game_waiting_not_failing() -> None:
+    """Stored before TB-5 was checked: starting it must not raise on every delivery of its events."""
+    record = GameRecord("g")
+    meta = GameMeta(white_id="w", black_id="b", kind=Kind.TRIPLE_BLOCK, tb_increment_days=0, tb_bank_days=50)
+    assert ops.on_started(record, meta, 0, 10) == []
+    assert record.status is Status.WAITING and record.clock is None and record_deadline_ms(record) is None

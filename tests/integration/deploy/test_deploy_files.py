@@ -50,7 +50,7 @@ K8S = DEPLOY / "k8s"
 SERVICES = ("pairing", "clock", "arena", "rating", "openings")
 INFRASTRUCTURE = ("kafka", "redis", "postgres", "prometheus", "grafana")
 # Who calls whom over gRPC (DESIGN.md): compose starts the callees first.
-CALLS = {"pairing": ("rating", "openings"), "arena": ("rating",)}
+CALLS = {"pairing": ("rating", "openings", "clock"), "arena": ("rating",)}
 REQUIRED_ENV = (
     "KAFKA_BOOTSTRAP_SERVERS", "REDIS_URL", "DATABASE_URL", "GRPC_HOST", "GRPC_PORT", "METRICS_HOST", "METRICS_PORT",
     *(f"{name.upper()}_GRPC_ADDR" for name in SERVICES),

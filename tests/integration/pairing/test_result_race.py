@@ -95,8 +95,10 @@ async def test_a_result_without_an_event_id_is_applied_once_not_refused_for_ever
                               PairingMetrics.create(Metrics("no-id")), lambda _: None, "pairing", alone=lambda: True)
             anonymous = _finished(*seats[0])
             anonymous.meta.event_id = ""
-            assert await desk.apply([from_finished(anonymous), from_finished(_finished(*seats[1]))]) == "handled"
-            assert await desk.apply([from_finished(anonymous)]) == "duplicate"  # the redelivery
+            # And stamped with a time no date can hold: the result still counts.
+            anonymous.meta.occurred_at.seconds = 10**13
+            assert await desk.on_finished([anonymous, _finished(*seats[1])]) == "handled"
+            assert await desk.on_finished([anonymous]) == "duplicate"  # the redelivery
             assert await pool.fetchval("SELECT count(*) FROM games WHERE finished") == 2
             assert await pool.fetchval("SELECT decided_by FROM games WHERE game_id = $1", seats[0][0]) == (
                 f"game.finished:{seats[0][0]}/game.finished/no-event-id")

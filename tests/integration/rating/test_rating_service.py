@@ -102,13 +102,15 @@ def unrated_games(prefix: str, at: datetime) -> dict[str, list[ev.GameFinished]]
             finished(f"{prefix}-badvariant", a, b, cm.GAME_RESULT_WHITE_WINS, at, variant="chess"),
             finished(f"{prefix}-badresult", a, b, 99, at),  # type: ignore[arg-type]
             _never_dated(finished(f"{prefix}-baddate", a, b, cm.GAME_RESULT_DRAW, at)),
+            _never_dated(finished(f"{prefix}-badnanos", a, b, cm.GAME_RESULT_DRAW, at), seconds=253_402_300_799,
+                         nanos=2_000_000_000),
         ],
     }
 
 
-def _never_dated(event: ev.GameFinished) -> ev.GameFinished:
+def _never_dated(event: ev.GameFinished, seconds: int = 10**13, nanos: int = 0) -> ev.GameFinished:
     """The event with a finish time past year 9999 (no datetime holds it)."""
-    event.finished_at.seconds = 10**13
+    event.finished_at.seconds, event.finished_at.nanos = seconds, nanos
     return event
 
 

@@ -265,7 +265,8 @@ def test_tb7_a_rejected_appeal_can_empty_the_clock_of_the_side_not_to_move() -> 
     )
     charged = tb.file_appeal(W, 10).resolve_claim(200, upheld=False)  # white charged 190 s of 100
     assert flagged_side(charged, 200_000) is W
-    assert decide(charged, 200_500, HERE, HERE) == Verdict(Outcome.FLAGGED, W, Termination.TIME, False, 200_500)
+    # It lost when the clocks restarted, whenever the deadline is looked at.
+    assert decide(charged, 200_500, HERE, HERE) == Verdict(Outcome.FLAGGED, W, Termination.TIME, False, 200_000)
     # Due when the clocks restart, not when black's full clock would run out (TB-4).
     assert flag_deadline_ms(charged) == 200_000
     assert next_deadline_ms(charged) == 200_000
@@ -273,7 +274,7 @@ def test_tb7_a_rejected_appeal_can_empty_the_clock_of_the_side_not_to_move() -> 
     black_out_ms = (200 + CLOCK_CAP_S) * 1000
     assert flagged_side(charged, black_out_ms) is W
     assert decide(charged, black_out_ms, HERE, HERE) == Verdict(
-        Outcome.FLAGGED, W, Termination.TIME, False, black_out_ms)
+        Outcome.FLAGGED, W, Termination.TIME, False, 200_000)
 
 
 def test_termination_values_are_the_contracts() -> None:
