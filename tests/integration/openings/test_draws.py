@@ -286,3 +286,27 @@ async def test_a_new_draw_publishes_one_opening_drawn_event(openings, infra_env)
         await consumer.stop()
     assert len(seen) == 1
     assert seen[0].opening.number == first.number and seen[0].competition.round == 1 and seen[0].meta.event_id
+
+
+async def test_a_cancellation_without_an_event_id_is_applied_not_refused_for_ever(openings, openings_db,
+                                                                                    infra_env) -> None:
+    """A producer's bug (no event id): deduplicated under pairing's own id for it, and the partition moves on."""
+    address = openings.services["openings"].grpc_address
+    cancelled = new_id()
+    async with grpc.aio.insecure_channel(address) as channel:
+        await stub(channel).DrawOpening(draw(cancelled, 1, "italian", M.TABLE_UP_TO_2, no_repeat=True))
+        event = ev.TournamentCancelled(tournament_id=cancelled, reason="no event id")
+        producer = AIOKafkaProducer(bootstrap_servers=infra_env["KAFKA_BOOTSTRAP_SERVERS"])
+        await producer.start()
+        try:
+            for _delivery in (1, 2):
+                await producer.send_and_wait("tournament.cancelled", event.SerializeToString(), key=cancelled.encode())
+        finally:
+            await producer.stop()
+        deadline = time.monotonic() + 30
+        while await stored_rows(openings_db, cancelled):
+            assert time.monotonic() < deadline, "the cancellation without an event id was never applied"
+            await asyncio.sleep(0.1)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub(channel).DrawOpening(draw(cancelled, 2, "italian", M.TABLE_UP_TO_2, no_repeat=True))
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
