@@ -249,10 +249,12 @@ def kit_rows(group: tuple[str, ...] = ()) -> tuple[Row, ...]:
         Panel("Errors by kind", (Query(
             f"sum by ({_by(group, 'kind')}) (rate(arbiter_errors_total{{$sel}}{RATE}))",
             _legend(group, "kind")),), unit="ops", description="Unexpected errors (gRPC internal, outbox relay...)."),
-        Panel("Handler errors by topic", (Query(
-            f'sum by ({_by(group, "topic")}) (rate(arbiter_events_consumed_total{{$sel, outcome="error"}}{RATE}))',
-            _legend(group, "topic")),), unit="ops",
-              description="Failed handler runs; the event is delivered again."),
+        Panel("Handler errors and unreadable records by topic", (Query(
+            f'sum by ({_by(group, "topic", "outcome")}) (rate(arbiter_events_consumed_total'
+            f'{{$sel, outcome=~"error|undecodable"}}{RATE}))',
+            _legend(group, "topic", "outcome")),), unit="ops",
+              description="error: a failed handler run, the event is delivered again. undecodable: a record that"
+                          " is not its topic's message, skipped (a producer's bug)."),
     ))
     collector = Row("Garbage collection", (
         Panel("Time in garbage collection by generation", (Query(
