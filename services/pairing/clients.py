@@ -116,5 +116,10 @@ class ClockClient:
                     ) from error
             return clock.white.sat, clock.black.sat
 
-        answers = await asyncio.gather(*(one(game_id) for game_id in game_ids))
-        return dict(zip(game_ids, answers, strict=True))
+        # A task group: the first failure cancels the calls still running (the close is retried whole).
+        try:
+            async with asyncio.TaskGroup() as group:
+                calls = [group.create_task(one(game_id)) for game_id in game_ids]
+        except* Unavailable as failed:
+            raise failed.exceptions[0] from None
+        return {game_id: call.result() for game_id, call in zip(game_ids, calls, strict=True)}
