@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 import asyncpg
 
@@ -20,7 +20,9 @@ from arbiter.competition.arena import ArenaPlayerRecord, next_allowed_meeting, s
 from arbiter.competition.types import Side
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
-from arbiter.kit.idempotency import first_deliveries
+from arbiter.kit import events
+from arbiter.kit.events import datetime_of
+from arbiter.kit.idempotency import delivery_id, first_deliveries
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
 from services.arena import store
@@ -67,10 +69,8 @@ class ResultDesk:
         by_game = {e.game_id: e for e in ours}
         now = self.clock.now()
         async with self.pool.acquire() as connection, connection.transaction():
-            # Scoring is once per game whatever the event; an event without an id (a producer's bug)
-            # is recorded under its game's, rather than refused for ever.
             fresh = await first_deliveries(connection, CONSUMER, [
-                e.meta.event_id or f"{e.game_id}/finished/no-event-id" for e in ours])
+                delivery_id(e.meta.event_id, e.game_id, events.GAME_FINISHED.name) for e in ours])
             effects = await self._score_batch(connection, by_game, now)
         await self._apply(effects)
         return "handled" if fresh else "duplicate"
@@ -241,11 +241,11 @@ def _finished_at(event: ev.GameFinished, now: datetime) -> datetime:
     """When the game ended; now when the event does not say, or says something no date can be."""
     if not event.HasField("finished_at"):
         return now
-    try:
-        return event.finished_at.ToDatetime(tzinfo=UTC)
-    except (ValueError, OverflowError):
+    at = datetime_of(event.finished_at)
+    if at is None:
         log.warning("finished_at out of range; the arena takes now", extra={"game_id": event.game_id})
         return now
+    return at
 
 
 def _termination_name(value: int) -> str:

@@ -27,16 +27,10 @@ from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.creators import claim_creator_slot
 from arbiter.kit.actors import registered_player
-from arbiter.kit.errors import (
-    MAX_PAGE_TOKEN_LENGTH,
-    AlreadyExists,
-    FailedPrecondition,
-    InvalidArgument,
-    NotFound,
-    PermissionDenied,
-)
+from arbiter.kit.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from arbiter.kit.events import timestamp
 from arbiter.kit.outbox import Outbox
+from arbiter.kit.paging import token_bytes
 from arbiter.kit.timers import schedule_timer
 from arbiter.kit.timesource import TimeSource
 from services.arena import store
@@ -66,9 +60,7 @@ def _encode_offset(offset: int) -> str:
 
 def _decode_offset(token: str) -> int:
     try:
-        if len(token) > MAX_PAGE_TOKEN_LENGTH:
-            raise ValueError(token)
-        kind, _, value = base64.urlsafe_b64decode(token.encode()).decode().partition(":")
+        kind, _, value = token_bytes(token).decode().partition(":")
         offset = int(value)
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise InvalidArgument("page_token is not one this service handed out") from None

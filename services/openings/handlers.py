@@ -7,7 +7,8 @@ import logging
 import asyncpg
 
 from arbiter.contracts import events_pb2 as ev
-from arbiter.kit.idempotency import first_delivery
+from arbiter.kit import events
+from arbiter.kit.idempotency import delivery_id, first_delivery
 from arbiter.kit.timesource import TimeSource
 from services.openings import store
 
@@ -29,8 +30,7 @@ class TournamentCancelledHandler:
             log.warning("tournament.cancelled without a tournament id", extra={"event_id": event.meta.event_id})
             return "ignored"
         async with self.pool.acquire() as connection, connection.transaction():
-            # The pairing service's own id for a cancellation, for one published without an id.
-            event_id = event.meta.event_id or f"{event.tournament_id}/cancelled"
+            event_id = delivery_id(event.meta.event_id, event.tournament_id, events.TOURNAMENT_CANCELLED.name)
             if not await first_delivery(connection, CONSUMER, event_id):
                 return "duplicate"
             # Same lock as a draw: no draw of this tournament commits after its cancellation.

@@ -20,7 +20,6 @@ import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC
 from typing import Any, Final
 
 import asyncpg
@@ -36,6 +35,8 @@ from arbiter.competition.types import Side
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit import events
+from arbiter.kit.events import datetime_of
+from arbiter.kit.idempotency import delivery_id
 from arbiter.kit.timesource import TimeSource
 from services.pairing import store
 from services.pairing.busy import BusyRegistry, game_seats
@@ -66,16 +67,8 @@ class IncomingResult:
 
 
 def _event_id(event: ev.GameFinished | ev.ClockFlagged | ev.GameAbandoned, source: str) -> str:
-    """The event's id; for one published without (a producer's bug), one of the game and the topic.
-
-    Refusing it would hold its partition for good and leave the game unscored; as a redelivery
-    gets the same id, it is still applied once.
-    """
-    if event.meta.event_id:
-        return event.meta.event_id
-    log.warning("result without an event id: deduplicated by game and topic", extra={
-        "game_id": event.game_id, "source": source})
-    return f"{event.game_id}/{source}/no-event-id"
+    """The id a result is deduplicated under (kit: its own, else one of its game and topic)."""
+    return delivery_id(event.meta.event_id, event.game_id, source)
 
 
 def from_finished(event: ev.GameFinished) -> IncomingResult:
@@ -155,11 +148,8 @@ class ResultDesk:
             now = self.clock.now()
             age = self.metrics.result_age.labels(self.metrics.service)
             for event in mine:
-                if event.meta.HasField("occurred_at"):
-                    try:
-                        published = event.meta.occurred_at.ToDatetime(tzinfo=UTC)
-                    except (ValueError, OverflowError):
-                        continue  # a stamp no date can hold says nothing about the delay; the result still counts
+                # A stamp no date can hold says nothing about the delay; the result still counts.
+                if event.meta.HasField("occurred_at") and (published := datetime_of(event.meta.occurred_at)):
                     age.observe(max(0.0, self.clock.real_seconds((now - published).total_seconds())))
             outcome = await self.apply([from_finished(e) for e in mine], before_waking=freeing)
         except BaseException:

@@ -32,7 +32,6 @@ from arbiter.contracts import tournament_pb2_grpc
 from arbiter.kit.creators import claim_creator_slot
 from arbiter.kit.actors import registered_player
 from arbiter.kit.errors import (
-    MAX_PAGE_TOKEN_LENGTH,
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
@@ -41,6 +40,7 @@ from arbiter.kit.errors import (
 )
 from arbiter.kit.events import timestamp
 from arbiter.kit.outbox import Outbox
+from arbiter.kit.paging import token_bytes
 from arbiter.kit.timers import schedule_timer
 from arbiter.kit.timesource import TimeSource
 from arbiter.openings.tables import variant_name
@@ -98,9 +98,7 @@ def _encode_cursor(starts_at: datetime, tournament_id: str) -> str:
 
 def _decode_cursor(token: str) -> tuple[datetime, str]:
     try:
-        if len(token) > MAX_PAGE_TOKEN_LENGTH:
-            raise ValueError(token)
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        data = json.loads(token_bytes(token))
         return datetime.fromisoformat(data["s"]), str(data["i"])
     except (ValueError, KeyError, TypeError, binascii.Error, RecursionError):
         raise InvalidArgument("page_token is not one this service handed out") from None

@@ -12,8 +12,9 @@ import asyncpg
 import grpc
 
 from arbiter.contracts import rating_pb2, rating_pb2_grpc
-from arbiter.kit.errors import MAX_PAGE_TOKEN_LENGTH, InvalidArgument
+from arbiter.kit.errors import InvalidArgument
 from arbiter.kit.events import timestamp
+from arbiter.kit.paging import token_bytes
 from arbiter.kit.timesource import TimeSource
 from arbiter.rating import decay, rating_periods
 from services.rating import store
@@ -74,10 +75,7 @@ def encode_page_token(player_id: str, pool: Pool, last: GameKey) -> str:
 def decode_page_token(token: str, player_id: str, pool: Pool) -> GameKey:
     """The position a token stands for; INVALID_ARGUMENT if it is not one we issued for this query."""
     try:
-        if len(token) > MAX_PAGE_TOKEN_LENGTH:
-            raise ValueError(token)
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        version, micros, game_id, fingerprint = json.loads(raw)
+        version, micros, game_id, fingerprint = json.loads(token_bytes(token))
         if version != _TOKEN_VERSION or not isinstance(micros, int) or not isinstance(game_id, str):
             raise ValueError(token)
         position = (_EPOCH + timedelta(microseconds=micros), game_id)

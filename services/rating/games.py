@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from datetime import UTC, datetime, timedelta
 
 from arbiter.contracts import common_pb2
 from arbiter.contracts import events_pb2 as ev
 from arbiter.draughts.variants import variant_by_name
+from arbiter.kit.events import datetime_of
 from arbiter.rating import RatedReason, ResultKind, is_game_rated
 from arbiter.rating.ledger import GameToRate, PlayerState
 
 # Metric label of an event the service cannot rate although it says rated (logged, never retried).
 INVALID = "invalid"
 SPEEDS = frozenset(value for value in common_pb2.Speed.values() if value != common_pb2.SPEED_UNSPECIFIED)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _WHITE_SCORE = {
     common_pb2.GAME_RESULT_WHITE_WINS: 1.0,
     common_pb2.GAME_RESULT_BLACK_WINS: 0.0,
@@ -104,16 +103,14 @@ def judge(event: ev.GameFinished) -> Verdict:
     elif not event.HasField("finished_at"):
         # The finish time orders the pool (see ledger); a made-up one would misplace the game.
         problem = "no finished_at"
-    elif not (_FIRST_SECOND <= event.finished_at.seconds <= _LAST_SECOND
-              and 0 <= event.finished_at.nanos < 1_000_000_000):
-        problem = f"finished_at {event.finished_at.seconds} s {event.finished_at.nanos} ns is not a date (years 1..9999)"
-    if problem or pool is None:
+    finished_at = datetime_of(event.finished_at)
+    if not problem and finished_at is None:
+        problem = "finished_at is not a date (years 1..9999)"
+    if problem or pool is None or finished_at is None:
         return Verdict(event_id, INVALID, problem=problem)
-    finished = event.finished_at
     game = GameToRate(
         game_id=game_id,
-        # Timestamp.ToDatetime(tzinfo=UTC), without its generic time zone conversion.
-        finished_at=_EPOCH + timedelta(seconds=finished.seconds, microseconds=finished.nanos // 1000),
+        finished_at=finished_at,
         white_id=white_id,
         black_id=black_id,
         white_score=_WHITE_SCORE[result],
@@ -122,9 +119,6 @@ def judge(event: ev.GameFinished) -> Verdict:
 
 
 _RESULTS = frozenset(common_pb2.GameResult.values())
-# A protobuf Timestamp's valid range (0001-01-01 .. 9999-12-31, nanos 0..999,999,999): a datetime
-# holds all of it.
-_FIRST_SECOND, _LAST_SECOND = -62_135_596_800, 253_402_300_799
 
 
 def rating_message(state: PlayerState) -> common_pb2.Rating:

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final
-
 import grpc
-
-# A page token longer than this is refused before it is decoded. Tokens that name a game id (the
-# rating history's) grow with it: this leaves ids of several thousand characters room.
-MAX_PAGE_TOKEN_LENGTH: Final = 8192
 
 
 class ServiceError(Exception):

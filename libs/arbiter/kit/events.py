@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -95,6 +95,22 @@ def timestamp(instant: datetime) -> Timestamp:
     stamp = Timestamp()
     stamp.FromDatetime(instant)
     return stamp
+
+
+def datetime_of(stamp: Timestamp) -> datetime | None:
+    """A Timestamp as an aware UTC datetime; None when none can hold it (outside years 1..9999, bad nanos).
+
+    Without Timestamp.ToDatetime's generic time zone conversion: consumers read one per event.
+    """
+    seconds, nanos = stamp.seconds, stamp.nanos
+    if not (_FIRST_SECOND <= seconds <= _LAST_SECOND and 0 <= nanos < 1_000_000_000):
+        return None
+    return _EPOCH + timedelta(seconds=seconds, microseconds=nanos // 1000)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# A datetime's range, 0001-01-01 .. 9999-12-31, in seconds from the epoch.
+_FIRST_SECOND, _LAST_SECOND = -62_135_596_800, 253_402_300_799
 
 
 def stamp_meta(event: Message, producer: str, occurred_at: datetime, causation_id: str = "") -> Message:

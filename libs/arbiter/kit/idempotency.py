@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
+import logging
+
 import asyncpg
+
+log = logging.getLogger(__name__)
+
+
+def delivery_id(event_id: str, aggregate_id: str, topic: str) -> str:
+    """The id an event is deduplicated under: its own, else (a producer's bug) one of its aggregate and topic.
+
+    Refusing an event without an id would hold its partition for good; as a redelivery gets the
+    same id, its effect is still applied once.
+    """
+    if event_id:
+        return event_id
+    log.warning("event without an event id: deduplicated by aggregate and topic",
+                extra={"aggregate_id": aggregate_id, "topic": topic})
+    return f"{aggregate_id}/{topic}/no-event-id"
 
 
 async def first_delivery(connection: asyncpg.Connection, consumer: str, event_id: str) -> bool:

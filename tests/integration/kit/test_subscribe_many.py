@@ -25,11 +25,15 @@ async def _eventually(predicate, timeout: float = 30.0) -> None:
     raise AssertionError("condition not reached in time")
 
 
-async def test_one_consumer_dispatches_by_topic_and_redelivers_after_a_failure(infra_env) -> None:
-    settings = KitSettings(
+def _settings(infra_env) -> KitSettings:
+    return KitSettings(
         kafka_bootstrap_servers=infra_env["KAFKA_BOOTSTRAP_SERVERS"], redis_url=infra_env["REDIS_URL"],
         database_url=infra_env["DATABASE_URL"], grpc_port=0, metrics_port=0, kafka_heartbeat_interval_ms=500,
     )
+
+
+async def test_one_consumer_dispatches_by_topic_and_redelivers_after_a_failure(infra_env) -> None:
+    settings = _settings(infra_env)
     tag = uuid.uuid4().hex[:8]
     metrics = Metrics("kit_many")
     broker = make_broker(settings, "kit_many", metrics)
@@ -79,10 +83,7 @@ async def test_one_consumer_dispatches_by_topic_and_redelivers_after_a_failure(i
 
 async def test_a_record_that_does_not_parse_is_skipped_and_counted_not_redelivered_for_ever(infra_env) -> None:
     """A poison record (not the topic's message) must not hold its partition: both kinds of consumer skip it."""
-    settings = KitSettings(
-        kafka_bootstrap_servers=infra_env["KAFKA_BOOTSTRAP_SERVERS"], redis_url=infra_env["REDIS_URL"],
-        database_url=infra_env["DATABASE_URL"], grpc_port=0, metrics_port=0, kafka_heartbeat_interval_ms=500,
-    )
+    settings = _settings(infra_env)
     tag = uuid.uuid4().hex[:8]
     metrics = Metrics("kit_poison")
     broker = make_broker(settings, "kit_poison", metrics)
