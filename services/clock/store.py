@@ -349,13 +349,15 @@ class LiveStore:
             record.version = version = str(int(record.version or 0) + 1)
             if record.consumed_early:
                 record.consumed_early.clear()
-            if remember and record.meta.kind is not _TRIPLE_BLOCK and (
+            if remember and record.meta.kind is not _TRIPLE_BLOCK and record.status is not _OVER and (
                     record.status not in _NOT_STARTED or not record.early_moves):
                 # Only this process's copies are trusted, and only while the stored text is the
                 # same byte for byte (a Triple Block copy's row version is not known here). A
                 # game not started yet is kept only without parked moves: they live in a hash
                 # of their own, which the copy would not follow (their expiry); parking one
                 # moves the version on, so a copy without any is checked by the compare-and-set.
+                # A finished game is seldom read again: kept, the copies of every game of the
+                # last hours made each garbage collection scan hundreds of thousands of objects.
                 known[record.game_id] = (version, body, record)
             else:
                 known.pop(record.game_id, None)
@@ -409,6 +411,7 @@ class LiveStore:
 _NOT_STARTED = frozenset((Status.NEW, Status.REQUESTED, Status.WAITING))
 # A module name: reading a member through its enum class costs ~0.1 us, per saved game.
 _TRIPLE_BLOCK = Kind.TRIPLE_BLOCK
+_OVER = Status.OVER
 # Separators of the joined payloads; game ids that are not printable (control characters) take
 # the general path.
 _GS, _FS = "\x1d", "\x1c"

@@ -184,3 +184,18 @@ async def test_events_without_a_game_id_are_counted_and_do_not_stop_the_rest(rep
     # Read straight from the store: an empty id beside a real one is one value each, not a shifted reply.
     loaded = await a.live.load_many(["", game])
     assert loaded[""] is None and loaded[game] is not None and loaded[game].ply == 1
+
+
+async def test_copies_are_kept_for_running_games_only(replicas) -> None:  # type: ignore[no-untyped-def]
+    """A finished game's copy is dropped: the store keeps live games, not every game of the day."""
+    a, _ = replicas
+    running, finished = (f"cache-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    t0 = datetime.now(UTC) - timedelta(seconds=30)
+    await a.on_started([started(running, t0), started(finished, t0)])
+    assert await a.on_finished([ev.GameFinished(game_id=finished)]) == "handled"
+    kept = a.live.take_known([running, finished])
+    assert set(kept) == {running}
+    # Read again from Redis, the finished game is whole; redelivering its end changes nothing.
+    record = await a.live.load(finished)
+    assert record is not None and record.status.value == "over"
+    assert await a.on_finished([ev.GameFinished(game_id=finished)]) == "duplicate"
