@@ -3,24 +3,27 @@
     .venv/bin/python docs/generate.py          # write docs/asyncapi/<service>.yaml and docs/grpc.md
     .venv/bin/python docs/generate.py --check  # exit 1 when a written file is stale
 
-AsyncAPI: for each service, the topics its composition root (`services/<name>/main.py`) subscribes
-to (`events.<TOPIC>` references there) and the topics whose messages its modules construct
-(`ev.<Message>(`), resolved through the kit's topic registry (`arbiter.kit.events.ALL_TOPICS`),
-are declared on a FastStream KafkaBroker that is never connected, and FastStream writes the
-AsyncAPI 3.0 document. Payloads are protobuf on the wire; their schema is derived from the
-message descriptors. The gRPC reference reads the descriptors in `arbiter.contracts` and the
-comments of `proto/arbiter/contracts/*.proto`.
+AsyncAPI: for each service, the topics and consumer groups of the `subscribe` / `subscribe_many`
+calls in its composition root (`services/<name>/main.py`, arguments evaluated in that module) and
+the topics whose messages its modules construct (any call of a message of
+`arbiter.contracts.events_pb2`, whatever name it was imported under), resolved through the kit's
+topic registry (`arbiter.kit.events.ALL_TOPICS`), are declared on a FastStream KafkaBroker that is
+never connected, and FastStream writes the AsyncAPI 3.0 document. Payloads are protobuf on the
+wire; their schema is derived from the message descriptors. The gRPC reference reads the
+descriptors in `arbiter.contracts` and the comments of `proto/arbiter/contracts/*.proto`.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import inspect
 import re
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
@@ -31,29 +34,108 @@ DOCS = ROOT / "docs"
 PROTO_DIR = ROOT / "proto" / "arbiter" / "contracts"
 SERVICES = ("pairing", "clock", "arena", "rating", "openings")
 CONTRACT_MODULES = ("common", "events", "tournament", "arena", "clock", "rating", "openings")
-_TOPIC_REF = re.compile(r"\bevents\.([A-Z][A-Z_]+)\b")
-_MESSAGE_BUILT = re.compile(r"\bev\.([A-Z][A-Za-z]+)\(")
+_EVENTS_MODULE = "arbiter.contracts.events_pb2"
+# The kit's consumers and the position / keyword of their topic(s) and consumer group arguments.
+_SUBSCRIBE_CALLS = {"subscribe": (3, "topic", 4), "subscribe_many": (3, "handlers", 4)}
 
 
 # -- AsyncAPI ----------------------------------------------------------------------------------
 
 
-def service_topics(name: str) -> tuple[list[Any], list[Any]]:
+class Consumed(NamedTuple):
+    """A topic a service consumes and the consumer group (without the deployment's prefix) reading it."""
+
+    topic: Any
+    group: str
+
+
+def service_topics(name: str) -> tuple[list[Consumed], list[Any]]:
     """(consumed, published) topics of one service, read from its source."""
+    return consumed_topics(name), published_topics(name)
+
+
+def consumed_topics(name: str) -> list[Consumed]:
+    """Every (topic, group) that the composition root of service `name` subscribes to, settings at their defaults."""
     from arbiter.kit import events
 
-    folder = ROOT / "services" / name
-    registry = {topic_const: getattr(events, topic_const) for topic_const in dir(events)
-                if isinstance(getattr(events, topic_const), events.Topic)}
-    main = (folder / "main.py").read_text(encoding="utf-8")
-    consumed = sorted({registry[c] for c in _TOPIC_REF.findall(main) if c in registry}, key=lambda t: t.name)
+    path = ROOT / "services" / name / "main.py"
+    module = importlib.import_module(f"services.{name}.main")
+    # A group id may come from the settings serve() is given (pairing's): the default is documented.
+    settings_type = inspect.signature(module.serve, eval_str=True).parameters["settings"].annotation
+    namespace = {**vars(module), "settings": settings_type.model_construct()}
+    found: set[Consumed] = set()
+    for call in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if not isinstance(call, ast.Call) or _called_name(call) not in _SUBSCRIBE_CALLS:
+            continue
+        topic_at, topic_keyword, group_at = _SUBSCRIBE_CALLS[_called_name(call)]
+        topics = _argument(call, topic_at, topic_keyword)
+        group = _argument(call, group_at, "group_id")
+        if topics is None or group is None:
+            raise ValueError(f"{path}:{call.lineno}: a subscription whose topic or group is not an argument")
+        # subscribe_many takes {topic: handler}: only the keys are topics, the handlers are locals of serve().
+        nodes = topics.keys if isinstance(topics, ast.Dict) else [topics]
+        group_id = _evaluate(group, namespace, path)
+        for node in nodes:
+            topic = _evaluate(node, namespace, path)
+            if not isinstance(topic, events.Topic) or not isinstance(group_id, str):
+                raise ValueError(f"{path}:{call.lineno}: expected a kit Topic and a group id, got {topic!r}, "
+                                 f"{group_id!r}")
+            found.add(Consumed(topic, group_id))
+    return sorted(found, key=lambda item: (item.topic.name, item.group))
+
+
+def published_topics(name: str) -> list[Any]:
+    """Every topic whose message some module of service `name` constructs."""
+    from arbiter.kit import events
+
     by_message = {t.message.__name__: t for t in events.ALL_TOPICS}
     built: set[Any] = set()
-    for module in sorted(folder.glob("*.py")):
-        for message in _MESSAGE_BUILT.findall(module.read_text(encoding="utf-8")):
+    for path in sorted((ROOT / "services" / name).rglob("*.py")):
+        for message in _events_built(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             if message in by_message:
                 built.add(by_message[message])
-    return consumed, sorted(built, key=lambda t: t.name)
+    return sorted(built, key=lambda t: t.name)
+
+
+def _events_built(tree: ast.Module) -> set[str]:
+    """Names of the events_pb2 messages called in `tree`: `ev.X(`, `events_pb2.X(`, or `X(` imported from it."""
+    modules: set[str] = set()
+    messages: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == _EVENTS_MODULE.rpartition(".")[0]:
+            modules |= {a.asname or a.name for a in node.names if a.name == _EVENTS_MODULE.rpartition(".")[2]}
+        elif isinstance(node, ast.ImportFrom) and node.module == _EVENTS_MODULE:
+            messages |= {a.asname or a.name: a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            modules |= {a.asname for a in node.names if a.name == _EVENTS_MODULE and a.asname}
+    built: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in modules:
+            built.add(func.attr)
+        elif isinstance(func, ast.Name) and func.id in messages:
+            built.add(messages[func.id])
+        elif isinstance(func, ast.Attribute) and ast.unparse(func.value) == _EVENTS_MODULE:
+            built.add(func.attr)
+    return built
+
+
+def _called_name(call: ast.Call) -> str:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _argument(call: ast.Call, position: int, keyword: str) -> ast.expr | None:
+    if len(call.args) > position:
+        return call.args[position]
+    return next((k.value for k in call.keywords if k.arg == keyword), None)
+
+
+def _evaluate(node: ast.expr, namespace: dict[str, Any], path: Path) -> Any:
+    # Module-level names and `settings` only: a subscription naming a local of serve() fails loudly here.
+    return eval(compile(ast.Expression(node), str(path), "eval"), dict(namespace))  # noqa: S307
 
 
 class _Models:
@@ -108,6 +190,25 @@ def _field_note(item: FieldDescriptor) -> str:
     return note
 
 
+def _handler_of(model: type[BaseModel]) -> Any:
+    """A no-op handler whose body annotation is `model`, the schema FastStream documents."""
+
+    async def handler(body: Any) -> None:
+        return None
+
+    # Set, not written in the signature: under postponed annotations FastStream would resolve the
+    # name `model` when the document is written, after a loop had rebound it to its last value.
+    handler.__annotations__ = {"body": model, "return": None}
+    return handler
+
+
+# Topics a service does not (only) write through its outbox (services/clock/publisher.py).
+_WRITTEN_OTHERWISE = {
+    ("clock", "clock.state"): "live games' states sent straight to Kafka (each supersedes the one before, so a"
+                              " lost one costs nothing); Triple Block states through clock's transactional outbox",
+}
+
+
 def asyncapi_yaml(name: str) -> str:
     """The AsyncAPI document of one service, from a FastStream broker declared but never connected."""
     from faststream.kafka import KafkaBroker
@@ -116,20 +217,15 @@ def asyncapi_yaml(name: str) -> str:
     consumed, published = service_topics(name)
     models = _Models()
     broker = KafkaBroker("kafka:9092", client_id=f"arbiter-{name}")
-    for topic in consumed:
-        model = models.of(topic.message.DESCRIPTOR)
-
-        async def handler(body: model) -> None:  # type: ignore[valid-type]  # the schema comes from the annotation
-            return None
-
-        # Same title as the kit's subscribe(): "<consumer group>:<topic>".
-        broker.subscriber(topic.name, group_id=name, title=f"{name}:{topic.name}",
+    for topic, group in consumed:
+        # Titled "<consumer group>:<topic>" like the kit's subscribe(); a subscribe_many group gets one per topic.
+        broker.subscriber(topic.name, group_id=group, title=f"{group}:{topic.name}",
                           description=f"{topic.message.DESCRIPTOR.full_name} (protobuf), key {topic.key_field}; "
-                                      f"consumed by group {name}")(handler)
+                                      f"consumed by group {group}")(_handler_of(models.of(topic.message.DESCRIPTOR)))
     for topic in published:
+        how = _WRITTEN_OTHERWISE.get((name, topic.name), f"written through {name}'s transactional outbox")
         broker.publisher(topic.name, title=f"{name}:{topic.name}:publish",
-                         description=f"{topic.message.DESCRIPTOR.full_name} (protobuf), key {topic.key_field}; "
-                                     f"written through {name}'s transactional outbox",
+                         description=f"{topic.message.DESCRIPTOR.full_name} (protobuf), key {topic.key_field}; {how}",
                          schema=models.of(topic.message.DESCRIPTOR))
     spec = AsyncAPI(broker, title=f"arbiter {name}", version="1.0.0",
                     description=f"Kafka topics of the {name} service: what it consumes and what it publishes. "

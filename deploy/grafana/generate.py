@@ -123,11 +123,14 @@ SERVICE_PANELS: dict[str, tuple[Panel, ...]] = {
             Query(f"sum(rate(arbiter_arena_rating_fallbacks_total{{$sel}}{RATE}))", "rank-only passes"),
             Query(f"sum(rate(arbiter_arena_rebuilds_total{{$sel}}{RATE}))", "rebuilds"),
         ), unit="ops"),
-        Panel("Pairing pass (p50 / p99) and arenas owned", (
+        Panel("Pairing pass (p50 / p99)", (
             _p(0.5, "arbiter_arena_pairing_pass_seconds_bucket"),
             _p(0.99, "arbiter_arena_pairing_pass_seconds_bucket"),
-            Query("sum by (instance) (arbiter_arena_owned_arenas{$sel})", "owned {{instance}}"),
         ), unit="s"),
+        # A count beside a latency would be read on the seconds axis: a panel of its own.
+        Panel("Arenas owned by replica", (
+            Query("sum by (instance) (arbiter_arena_owned_arenas{$sel})", "{{instance}}"),), unit="short",
+              description="Arenas whose Redis lease this replica holds, so whose pairing it runs."),
     ),
     "rating": (
         Panel("Rated games/s", (
@@ -234,16 +237,22 @@ def kit_rows(group: tuple[str, ...] = ()) -> tuple[Row, ...]:
         Panel("Consumer lag by topic", (Query(
             f"sum by ({_by(group, 'topic')}) (max by ({_by(group, 'topic', 'partition')}) (arbiter_consumer_lag{{$sel}}))",
             _legend(group, "topic")),), unit="short",
-              description="Records between the committed position and the partition end, summed over partitions."),
+              description="Records between each replica's read position and the partition end, summed over partitions."),
     ))
-    outbox = Row("Outbox and timers", (
+    outbox = Row("Outbox, timers and retention", (
         Panel("Outbox pending", (Query(
             f"max by ({_by(group) or 'service'}) (arbiter_outbox_pending{{$sel}})",
-            _legend(group) or "pending"),), unit="short",
+            _legend(group) or "pending"),), unit="short", width=8,
               description="Saved events not yet published (one relay per schema holds the advisory lock)."),
         Panel("Timers fired by kind", (Query(
             f"sum by ({_by(group, 'kind')}) (rate(arbiter_timers_fired_total{{$sel}}{RATE}))",
-            _legend(group, "kind")),), unit="ops"),
+            _legend(group, "kind")),), unit="ops", width=8),
+        Panel("Rows deleted by retention, by table", (Query(
+            f"sum by ({_by(group, 'table')}) (rate(arbiter_retention_deleted_total{{$sel}}{RATE}))",
+            _legend(group, "table")),), unit="ops", width=8,
+              description="Processed-event ids older than PROCESSED_EVENTS_RETENTION_HOURS (8 days by default),"
+                          " deleted every RETENTION_SWEEP_SECONDS: bursts, not a steady rate, and none while the"
+                          " system is younger than the retention."),
     ))
     errors = Row("Errors", (
         Panel("Errors by kind", (Query(

@@ -189,7 +189,6 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
             offset = _decode_offset(request.page.page_token) if request.page.page_token else 0
         rows = await self.hot.board_page(row["id"], offset, size)
         total = await self.hot.board_size(row["id"])
-        self.matchmaker.metrics.leaderboard_size.labels(self.matchmaker.metrics.service, row["id"]).set(total)
         response = ap.GetLeaderboardResponse(rows=board_rows(rows), total_players=total)
         if offset + len(rows) < total and rows:
             response.next_page_token = _encode_offset(offset + len(rows))

@@ -114,6 +114,8 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             verify_token(header.removeprefix("Bearer "), self.keys, self.now())
         except TokenError as error:
             name = method.rsplit("/", 1)[-1]
+            # Counted as a call too: the failed-call rates are taken from grpc_requests by status code.
+            self.metrics.grpc_requests.labels(self.metrics.service, name, "UNAUTHENTICATED").inc()
             self.metrics.refused_calls.labels(self.metrics.service, name, "UNAUTHENTICATED").inc()
             log.info("refused %s: UNAUTHENTICATED", name, extra={"details": str(error)})
             return _refusal(await continuation(handler_call_details), str(error))

@@ -60,8 +60,10 @@ async def create_pool(dsn: str, schema: str, min_size: int = 1, max_size: int = 
     check_schema_name(schema)
     # asyncpg's default reset (UNLISTEN, RESET ALL, advisory unlock) costs a round trip on every
     # release: a pool.fetch was two round trips instead of one. Nothing here leaves session
-    # state behind: advisory locks are transaction-scoped, settings are SET LOCAL, and the outbox
-    # listener unlistens itself; asyncpg still rolls back an open transaction on release.
+    # state behind: advisory locks are transaction-scoped except the outbox relay's, a session
+    # lock that the relay unlocks itself (or closes the connection when it cannot), settings are
+    # SET LOCAL, and the outbox listener unlistens itself; asyncpg still rolls back an open
+    # transaction on release.
     # Every statement is planned for its own parameters. Ours take batches of 1 to 2,000 ids in
     # arrays, and a generic plan cached while the tables were small kept scanning them whole as they
     # grew: pairing's read of 61 results took 48 ms against 8,600 stored events, its apply of 8 took

@@ -55,7 +55,7 @@ class Metrics:
             "arbiter_outbox_pending", "Outbox events not yet published", ["service"], registry=self.registry,
         )
         self.consumer_lag = Gauge(
-            "arbiter_consumer_lag", "Records between the committed position and the partition end",
+            "arbiter_consumer_lag", "Records between this replica's read position and the partition end, as of its last fetch",
             ["service", "topic", "partition"], registry=self.registry,
         )
         self.errors = Counter(

@@ -110,7 +110,11 @@ class OutboxRelay:
             try:
                 return await self._relay_batch(connection)
             finally:
-                await self._unlock(connection)
+                try:
+                    await self._unlock(connection)
+                except BaseException:
+                    connection.terminate()  # kept by the pool, it would keep the lock (see _serve)
+                    raise
 
     async def run(self, stop: asyncio.Event) -> None:
         """Relay until `stop` is set, woken by NOTIFY on insert or by polling; reconnect after a failure."""
@@ -141,7 +145,7 @@ class OutboxRelay:
                 # published must wake the next pass at once instead of waiting for the poll.
                 self._wake.clear()
                 if not holding:
-                    holding = await self._try_lock(connection)
+                    holding = await self._try_lock_and_gauge(connection)
                 if holding and await self._relay_batch(connection) == self.batch_size:
                     continue
                 try:
@@ -153,9 +157,27 @@ class OutboxRelay:
                 await connection.remove_listener(channel, self._notified)
                 if holding:
                     await self._unlock(connection)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
-                # A broken or busy connection is reset or closed by the pool, which frees the lock too.
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncio.CancelledError) as error:
+                # The pool keeps sessions as they are (no reset): a connection that may still hold the
+                # lock is closed, which frees it, rather than handed back to keep every relay out.
                 log.debug("outbox relay cleanup failed", extra={"error": repr(error)})
+                connection.terminate()
+                if isinstance(error, asyncio.CancelledError):
+                    raise
+
+    async def _try_lock_and_gauge(self, connection: asyncpg.Connection) -> bool:
+        """Try the schema's lock; a replica that does not get it still tells how many events wait.
+
+        The count is an estimate from the ids at both ends of the table (an index lookup each, not a
+        scan): ids a rolled-back transaction took count too.
+        """
+        holding, pending = await connection.fetchrow(
+            "SELECT pg_try_advisory_lock(hashtext($1)), (SELECT coalesce(max(id) - min(id) + 1, 0) FROM outbox)",
+            self._lock_key,
+        )
+        if not holding:
+            self.metrics.outbox_pending.labels(self.metrics.service).set(pending)
+        return bool(holding)
 
     async def _try_lock(self, connection: asyncpg.Connection) -> bool:
         return bool(await connection.fetchval("SELECT pg_try_advisory_lock(hashtext($1))", self._lock_key))
@@ -169,13 +191,20 @@ class OutboxRelay:
             "SELECT id, topic, key, payload, event_id, event_type FROM outbox ORDER BY id LIMIT $1",
             self.batch_size,
         )
+        pending = self.metrics.outbox_pending.labels(self.metrics.service)
         if not rows:
-            self.metrics.outbox_pending.labels(self.metrics.service).set(0)
+            pending.set(0)
             return 0
         # Positional, in the SELECT's (and the dataclass's) column order: a dict per row cost more than the rest.
         records = [OutboxRecord(*row) for row in rows]
         await self.publish(records)
         await connection.execute("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [r.id for r in records])
+        if len(records) < self.batch_size:
+            pending.set(0)
+        else:
+            # A backlog: what is left, estimated from the last id (one index lookup, only when behind).
+            last = await connection.fetchval("SELECT max(id) FROM outbox")
+            pending.set(0 if last is None else last - records[-1].id)
         for topic, count in Counter(record.topic for record in records).items():
             self.metrics.events_published.labels(self.metrics.service, topic).inc(count)
         return len(records)

@@ -655,7 +655,7 @@ class PlaySite:
                 # case the first word reached the clock before the game did (then T-19 would apply).
                 if not await self._pause(live, 5.0) and self.profiles.of(opponent) is not Behaviour.NEVER_SHOWS:
                     await self._presence(live, opponent, online=True, serial=3)
-                await live.end.wait()
+                await self._until_end_or_deadline(live)
                 continue
             if mover not in live.moved and behaviour is Behaviour.BOOSTS:
                 await self._boost(live, mover)
@@ -704,6 +704,14 @@ class PlaySite:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(live.end.wait(), real)
         return live.end.is_set()
+
+    async def _until_end_or_deadline(self, live: LiveGame) -> None:
+        """Wait until the game is ended from outside or its hold (`deadline`, competition time) has passed."""
+        if live.deadline is None:
+            await live.end.wait()
+            return
+        while not live.end.is_set() and self.time_source.now() < live.deadline:
+            await self._pause(live, (live.deadline - self.time_source.now()).total_seconds())
 
     async def _absent(self, live: LiveGame, player_id: str, competition_seconds: float) -> None:
         """T-17: drop after the first move, come back later (if the game still runs)."""

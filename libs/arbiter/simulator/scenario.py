@@ -40,6 +40,9 @@ TOURNAMENT_LEAD_SECONDS = 390
 # gRPC codes that mean "this service is not there yet": the part is skipped, not failed. INTERNAL is
 # a real failure (the kit answers UNIMPLEMENTED for a method a service does not implement).
 _NOT_READY = (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.UNAVAILABLE)
+# Real seconds the refused accounts wait for the competitions they try to join: one CreateTournament
+# or CreateArena call each, slow on a loaded machine but not this slow.
+CREATED_TIMEOUT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -260,6 +263,8 @@ class ScenarioRunner:
             + [PartState(b.key, b.title, "triple_block") for b in scenario.triple_blocks]
         )
         self.refusals: Counter[str] = Counter()
+        # A-1 attempts answered neither PERMISSION_DENIED nor "not ready", by "call:CODE".
+        self.attempt_errors: Counter[str] = Counter()
         self.wrongly_accepted: list[str] = []
         self.notes: list[str] = []
         self.clock_ready = False
@@ -281,6 +286,10 @@ class ScenarioRunner:
     def _showcase(self, players: list[str], showcase: tuple[tuple[int, Behaviour], ...]) -> None:
         for seat, behaviour in showcase:
             if seat < len(players):
+                # Without the clock nobody ends the game of a player who never comes: the round would
+                # wait for hours of competition time (the mix lost these behaviours for that reason).
+                if behaviour in NEEDS_CLOCK and not self.clock_ready:
+                    behaviour = Behaviour.NORMAL
                 self.playsite.profiles.assigned[players[seat]] = behaviour
 
     def _count_game(self, finished: ev.GameFinished) -> None:
@@ -328,7 +337,7 @@ class ScenarioRunner:
         if not self.addresses.pairing:
             return
         stub = tournament_pb2_grpc.TournamentServiceStub(self._channel(self.addresses.pairing))
-        await asyncio.sleep(0.5)  # let the real tournaments be created first
+        await self._competitions_created()
         kinds = [(p, common.ACCOUNT_KIND_GUEST) for p in self.population.guests]
         kinds += [(p, common.ACCOUNT_KIND_BOT) for p in self.population.computers]
         targets = [p.competition_id for p in self.parts if p.kind == "tournament" and p.competition_id]
@@ -352,9 +361,25 @@ class ScenarioRunner:
                     if error.code() == grpc.StatusCode.PERMISSION_DENIED:
                         self.refusals[what] += 1
                     elif error.code() not in _NOT_READY:
-                        self.refusals[f"{what}:{error.code().name}"] += 1
+                        self.attempt_errors[f"{what}:{error.code().name}"] += 1
+                        log.warning("A-1 attempt answered %s, not PERMISSION_DENIED: %s by %s: %s",
+                                    error.code().name, what, player, error.details())
                 else:
                     self.wrongly_accepted.append(f"{what} by {player} ({common.AccountKind.Name(kind)})")
+
+    async def _competitions_created(self) -> None:
+        """Wait until every tournament and arena has an id or gave up on one (at most CREATED_TIMEOUT_SECONDS)."""
+        deadline = time.monotonic() + CREATED_TIMEOUT_SECONDS
+        while True:
+            waiting = [p.key for p in self.parts if p.kind in ("tournament", "arena")
+                       and not p.competition_id and not p.status.startswith(("skipped", "failed"))]
+            if not waiting:
+                return
+            if time.monotonic() >= deadline:
+                self.notes.append(f"A-1: {', '.join(waiting)} still had no id after {CREATED_TIMEOUT_SECONDS:.0f} s; "
+                                  "guests and computer accounts did not try to join them")
+                return
+            await asyncio.sleep(0.05)
 
     # -- tournaments -----------------------------------------------------------------------
 
@@ -437,6 +462,9 @@ class ScenarioRunner:
             partner = self._take(1)
             if not partner:
                 return
+            # A drawn behaviour could end the casual game before round 1 is paired (a 40 s drop, a
+            # flag): then no T-18 forfeit would be shown.
+            self.playsite.profiles.assigned[partner[0]] = Behaviour.NORMAL
             task = asyncio.create_task(self._busy_game(player, partner[0], starts_at))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -562,6 +590,7 @@ class ScenarioRunner:
             "wall_seconds": round(time.monotonic() - self.started_real, 1),
             "parts": [p.as_dict() for p in self.parts],
             "refusals": dict(self.refusals),
+            "attempt_errors": dict(self.attempt_errors),
             "wrongly_accepted": self.wrongly_accepted,
             "notes": self.notes,
             "playsite": self.playsite.stats.as_dict(),
@@ -571,6 +600,11 @@ class ScenarioRunner:
                 "p99": round(percentile(latencies, 99) * 1000, 1) if latencies else None,
             },
         }
+
+
+def run_failed(report: dict[str, Any]) -> bool:
+    """Whether a run failed: a part failed, or a guest or computer account was let in (A-1)."""
+    return any(p["status"].startswith("failed") for p in report["parts"]) or bool(report["wrongly_accepted"])
 
 
 def percentile(sorted_values: list[float], p: float) -> float:

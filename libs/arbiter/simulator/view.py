@@ -101,6 +101,9 @@ def render(runner: ScenarioRunner, *, final: bool = False) -> str:
     lines.append(f"A-1 refusals (guests, computer accounts): {refused} "
                  + ", ".join(f"{k} {v}" for k, v in sorted(runner.refusals.items()))
                  + (f"; WRONGLY ACCEPTED: {runner.wrongly_accepted}" if runner.wrongly_accepted else ""))
+    if runner.attempt_errors:
+        lines.append("A-1 attempts answered otherwise (neither refused nor accepted): "
+                     + ", ".join(f"{k} {v}" for k, v in sorted(runner.attempt_errors.items())))
     if stats.terminations:
         lines.append("endings: " + ", ".join(f"{k.removeprefix('TERMINATION_').lower()} {v}"
                                              for k, v in sorted(stats.terminations.items())))

@@ -308,3 +308,30 @@ async def _started_then_released_scenario(bootstrap: str) -> None:
 
 def test_held_games_started_first_release_only_their_results(kafka_bootstrap: str) -> None:
     asyncio.run(_started_then_released_scenario(kafka_bootstrap))
+
+
+async def _held_casual_scenario(bootstrap: str) -> None:
+    await ensure_topics(bootstrap, 4)
+    prefix = f"pc{uuid.uuid4().hex[:6]}-"
+    absent, present = f"{prefix}absent", f"{prefix}present"
+    profiles = Profiles(seed=9, mix={Behaviour.NORMAL: 1.0}, assigned={absent: Behaviour.NEVER_SHOWS})
+    playsite = PlaySite(bootstrap, TimeSource(600.0, datetime.now(UTC)), profiles, PlaySiteConfig(
+        seed=9, group_id=f"{prefix}playsite", player_prefix=prefix))
+    finished: list[ev.GameFinished] = []
+    playsite.on_finished.append(finished.append)
+    await playsite.start()
+    try:
+        # No clock service here: only the hold (60 s of competition time, 0.1 s at 600x) ends the game.
+        live = await playsite.play_casual(absent, present, hold_seconds=60)
+        assert live.task is not None
+        await asyncio.wait_for(asyncio.shield(live.task), 20)
+        [result] = finished
+        assert result.game_id == live.request.game_id
+        assert (result.result, result.termination) == (common.GAME_RESULT_DRAW, common.TERMINATION_DRAW_AGREED)
+        assert result.plies == 0 and playsite.stats.errors == 0
+    finally:
+        await playsite.stop()
+
+
+def test_a_held_casual_game_with_a_player_who_never_comes_ends_when_the_hold_does(kafka_bootstrap: str) -> None:
+    asyncio.run(_held_casual_scenario(kafka_bootstrap))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import urllib.request
 import uuid
 from datetime import timedelta
 
@@ -24,6 +25,17 @@ BOT = cm.ACCOUNT_KIND_BOT
 
 def tag() -> str:
     return uuid.uuid4().hex[:6]
+
+
+async def scrape_metrics(arena: ArenaUnderTest) -> str:
+    """The service's /metrics page."""
+    url = f"http://127.0.0.1:{arena.settings.metrics_port}/metrics"
+
+    def read() -> str:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            return reply.read().decode()
+
+    return await asyncio.to_thread(read)
 
 
 async def state_of_everything(arena: ArenaUnderTest) -> tuple:
@@ -212,6 +224,12 @@ async def test_a_scheduled_arena_starts_ends_lets_running_games_count_and_finish
             [(p, pts) for _, p, pts, *_ in await arena.pure_board(created.id)]
         got = await arena.stub.GetArena(ap.GetArenaRequest(arena_id=created.id))
         assert got.state == ap.ARENA_STATE_FINISHED
+        # Its owner stops reporting it; reading its final table must not bring a series back.
+        series = f'arena="{created.id}"'
+        await eventually(lambda: scrape_metrics(arena), lambda text: series not in text, timeout=15)
+        table = await arena.stub.GetLeaderboard(ap.GetLeaderboardRequest(arena_id=created.id))
+        assert table.total_players == 4
+        assert series not in await scrape_metrics(arena)
         # A-2: the creator may open another one now.
         again = await arena.create(creator)
         assert again.state == ap.ARENA_STATE_RUNNING

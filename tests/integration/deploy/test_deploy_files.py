@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -28,8 +29,11 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
+from arbiter.devstack.stack import SERVICE_GROUPS
+from arbiter.kit.auth import parse_keys, signing_key
 from arbiter.kit.kafka import make_broker
 from arbiter.kit.metrics import Metrics
+from arbiter.kit.retention import RetentionSweeper
 from arbiter.kit.settings import KitSettings, load_settings
 from services.arena.metrics import ArenaMetrics
 from services.clock.metrics import ClockMetrics
@@ -53,8 +57,10 @@ INFRASTRUCTURE = ("kafka", "redis", "postgres", "prometheus", "grafana")
 CALLS = {"pairing": ("rating", "openings", "clock"), "arena": ("rating",)}
 REQUIRED_ENV = (
     "KAFKA_BOOTSTRAP_SERVERS", "REDIS_URL", "DATABASE_URL", "GRPC_HOST", "GRPC_PORT", "METRICS_HOST", "METRICS_PORT",
-    *(f"{name.upper()}_GRPC_ADDR" for name in SERVICES),
+    "AUTH_KEYS", "AUTH_SIGNING_KEY", *(f"{name.upper()}_GRPC_ADDR" for name in SERVICES),
 )
+# Settings that are credentials: in Kubernetes they come from a Secret, never from the ConfigMap or the manifest.
+SECRET_ENV = {"DATABASE_URL", "AUTH_KEYS", "AUTH_SIGNING_KEY"}
 
 
 # ---------------------------------------------------------------------------
@@ -65,13 +71,17 @@ REQUIRED_ENV = (
 
 
 def kit_metrics() -> CollectorRegistry:
-    """The kit's standard series plus FastStream's Kafka middleware series (as `make_broker` adds them)."""
+    """The series every service exports: the kit's, FastStream's Kafka middleware's and the retention sweeper's."""
     metrics = Metrics("x")
     settings = KitSettings(
         kafka_bootstrap_servers="127.0.0.1:9092", redis_url="redis://127.0.0.1:6379/0",
         database_url="postgresql://x@127.0.0.1/x", grpc_port=0, metrics_port=0,
     )
     make_broker(settings, "x", metrics)  # builds the client only; nothing connects
+    # As ServiceRuntime makes it in every service; the pool is only used by a sweep, and none runs here.
+    no_pool: Any = None
+    RetentionSweeper(no_pool, metrics, timedelta(hours=settings.processed_events_retention_hours),
+                     settings.retention_sweep_seconds)
     return metrics.registry
 
 
@@ -286,6 +296,14 @@ def validate_env(service: str, env: Mapping[str, str], monkeypatch: pytest.Monke
     return load_settings(cls)
 
 
+def assert_authentication_on(where: str, settings: KitSettings) -> None:
+    """Service tokens are required, and the key the services sign their calls with is one they accept."""
+    keys = parse_keys(settings.auth_keys.get_secret_value())
+    own = signing_key(settings.auth_signing_key.get_secret_value())
+    assert keys, f"{where}: AUTH_KEYS is empty, which turns authentication off"
+    assert own is not None and keys.get(own.key_id) == own, f"{where}: AUTH_SIGNING_KEY is not one of AUTH_KEYS"
+
+
 def load_yaml(path: Path) -> Any:
     with path.open() as stream:
         return yaml.safe_load(stream)
@@ -382,6 +400,7 @@ def test_compose_service_runs_from_the_image_with_valid_settings(service: str, m
     missing = [name for name in REQUIRED_ENV if not env.get(name)]
     assert not missing, f"{service}: missing {missing}"
     settings = validate_env(service, env, monkeypatch)
+    assert_authentication_on(f"compose {service}", settings)
     grpc_port, metrics_port = ports(service)
     assert (settings.grpc_port, settings.metrics_port) == (grpc_port, metrics_port)
     assert settings.grpc_host == settings.metrics_host == "0.0.0.0"
@@ -609,6 +628,18 @@ def test_dashboard_shows_every_standard_kit_metric(path: Path) -> None:
     assert standard <= used_families, f"no panel for {sorted(standard - used_families)}"
 
 
+@pytest.mark.parametrize("path", dashboard_files(), ids=lambda path: path.name)
+def test_dashboard_panels_in_seconds_show_only_seconds(path: Path) -> None:
+    """A count drawn on a seconds axis reads as a duration: Prometheus names carry their unit (`_seconds`)."""
+    dashboard = json.loads(path.read_text())
+    for panel in iter_panels(dashboard["panels"]):
+        if panel["type"] == "row" or panel["fieldConfig"]["defaults"].get("unit") != "s":
+            continue
+        for target in panel["targets"]:
+            for metric in read_promql(target["expr"]).metrics:
+                assert "_seconds" in metric, f"panel {panel['title']!r} (unit s) shows {metric}, not in seconds"
+
+
 def test_grafana_provisioning_points_at_prometheus_and_the_dashboards() -> None:
     datasources = load_yaml(GRAFANA / "provisioning" / "datasources" / "prometheus.yml")
     assert datasources["apiVersion"] == 1
@@ -654,7 +685,8 @@ def test_k8s_kustomization_lists_every_manifest_but_the_secret_example() -> None
     resources = set(kustomization["resources"])
     on_disk = {name for name in k8s_documents() if name not in {"kustomization.yaml", "secret.example.yaml"}}
     assert resources == on_disk
-    assert "arbiter-db" not in {doc["metadata"]["name"] for name in resources for doc in k8s_documents()[name]}
+    applied = {doc["metadata"]["name"] for name in resources for doc in k8s_documents()[name]}
+    assert not applied & {doc["metadata"]["name"] for doc in k8s_documents()["secret.example.yaml"]}
 
 
 def test_k8s_config_map_values_are_strings() -> None:
@@ -693,13 +725,15 @@ def test_k8s_deployment(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
             env[variable["name"]] = variable["value"]
         else:
             secret_refs[variable["name"]] = variable["valueFrom"]["secretKeyRef"]
-    assert set(secret_refs) == {"DATABASE_URL"}, "DATABASE_URL (only) comes from a Secret"
-    assert "DATABASE_URL" not in env
-    secret = load_yaml(K8S / "secret.example.yaml")
-    reference = secret_refs["DATABASE_URL"]
-    assert reference["name"] == secret["metadata"]["name"] and reference["key"] in secret["stringData"]
-    env["DATABASE_URL"] = secret["stringData"][reference["key"]]
+    assert set(secret_refs) == SECRET_ENV, f"{sorted(SECRET_ENV)} (only) come from a Secret"
+    assert not SECRET_ENV & set(env), "a credential is also set outside the Secret"
+    secrets = {doc["metadata"]["name"]: doc for doc in load_yaml_documents(K8S / "secret.example.yaml")}
+    for name, reference in secret_refs.items():
+        assert not reference.get("optional", False), f"{name}: a missing Secret must stop the pod, not blank it"
+        assert reference["key"] in secrets[reference["name"]]["stringData"], f"{name}: not in secret.example.yaml"
+        env[name] = secrets[reference["name"]]["stringData"][reference["key"]]
     settings = validate_env(service, env, monkeypatch)
+    assert_authentication_on(f"k8s {service}", settings)
     assert (settings.grpc_port, settings.metrics_port) == (grpc_port, metrics_port)
     assert settings.grpc_host == settings.metrics_host == "0.0.0.0"
     for other in SERVICES:
@@ -723,5 +757,23 @@ def test_k8s_service_exposes_grpc_and_metrics(service: str) -> None:
 
 def test_k8s_readme_has_the_scaling_notes() -> None:
     text = (K8S / "README.md").read_text()
-    for topic in ("KAFKA_PARTITIONS", "consumer group", "Arena", "hash tag", "advisory lock"):
+    for topic in ("KAFKA_PARTITIONS", "consumer group", "Arena", "lease", "hash tag", "advisory lock", "AUTH_KEYS"):
         assert topic.lower() in text.lower(), f"deploy/k8s/README.md says nothing about {topic}"
+
+
+def test_k8s_readme_names_every_consumer_group() -> None:
+    text = (K8S / "README.md").read_text()
+    for service, groups in SERVICE_GROUPS.items():
+        for group in groups:
+            assert f"`{group}`" in text, f"deploy/k8s/README.md does not name {service}'s consumer group {group}"
+
+
+def test_k8s_readme_names_the_advisory_locks_the_kit_takes() -> None:
+    text = (K8S / "README.md").read_text()
+    named = re.findall(r"(pg_\w*advisory\w*)\(hashtext\('(arbiter-[\w-]+):", text)
+    assert named, "deploy/k8s/README.md names no lock"
+    sources = [path.read_text() for path in sorted((ROOT / "libs" / "arbiter" / "kit").glob("*.py"))]
+    for function, key in named:
+        assert any(re.search(rf"\b{function}\(", source) and f"{key}:" in source for source in sources), (
+            f"deploy/k8s/README.md says {function} guards {key}, but no module of arbiter.kit takes it so"
+        )

@@ -52,3 +52,6 @@ async def test_calls_need_a_valid_token_and_refusals_are_counted(guarded_opening
     with urllib.request.urlopen(guarded_openings.services["openings"].metrics_url, timeout=5) as reply:
         text = reply.read().decode()
     assert 'arbiter_refused_calls_total{code="UNAUTHENTICATED",method="GetOpening",service="openings"} 2.0' in text
+    # The refused calls are calls all the same: the dashboards' failed-call rates read this series.
+    assert 'arbiter_grpc_requests_total{code="UNAUTHENTICATED",method="GetOpening",service="openings"} 2.0' in text
+    assert 'arbiter_grpc_requests_total{code="OK",method="GetOpening",service="openings"} 2.0' in text

@@ -190,3 +190,72 @@ async def test_relay_once_publishes_only_while_no_running_relay_holds_the_lock(t
     finally:
         stop.set()
         await task
+
+
+def pending_gauge(metrics: Metrics, service: str) -> float | None:
+    return metrics.registry.get_sample_value("arbiter_outbox_pending", {"service": service})
+
+
+async def test_the_pending_gauge_counts_what_waits_on_the_holder_and_on_the_others(table: Table) -> None:
+    """arbiter_outbox_pending: a backlog left after a pass, and the table seen by a replica without the lock."""
+    pool, schema, outbox = table.pool, table.schema, table.outbox
+    recorder = Recorder()
+    metrics = Metrics(schema)
+    single = OutboxRelay(pool, schema, recorder.publisher("single"), metrics, batch_size=7)
+    await add_events(pool, outbox, [f"g-{i}" for i in range(20)])
+    assert await single.relay_once() == 7
+    assert pending_gauge(metrics, schema) == 13
+    assert await single.relay_once() == 7
+    assert pending_gauge(metrics, schema) == 6
+    assert await single.relay_once() == 6
+    assert pending_gauge(metrics, schema) == 0
+
+    # Another session holds the lock: a running relay that cannot take it still reports the table.
+    waiting_metrics = Metrics(schema)
+    waiting = OutboxRelay(pool, schema, recorder.publisher("waiting"), waiting_metrics, poll_seconds=0.1)
+    holder = await pool.acquire()
+    stop = asyncio.Event()
+    task: asyncio.Task[None] | None = None
+    try:
+        assert await holder.fetchval("SELECT pg_try_advisory_lock(hashtext($1))", f"arbiter-outbox:{schema}")
+        await add_events(pool, outbox, ["h-1", "h-2", "h-3"])
+        task = asyncio.create_task(waiting.run(stop))
+        await wait_for(lambda: pending_gauge(waiting_metrics, schema) == 3)
+        assert len(recorder.published) == 20
+        await holder.execute("SELECT pg_advisory_unlock(hashtext($1))", f"arbiter-outbox:{schema}")
+        await wait_for(lambda: len(recorder.published) == 23)
+        await wait_for(lambda: pending_gauge(waiting_metrics, schema) == 0)
+    finally:
+        stop.set()
+        if task is not None:
+            await task
+        await pool.release(holder)
+
+
+async def test_a_relay_that_cannot_give_the_lock_back_closes_its_connection(table: Table) -> None:
+    """The pool keeps sessions as they are: a connection still holding the lock must not go back to it."""
+    pool, schema, outbox = table.pool, table.schema, table.outbox
+    recorder = Recorder()
+    relay = OutboxRelay(pool, schema, recorder.publisher("a"), Metrics(schema), poll_seconds=0.1)
+
+    async def failing_unlock(connection: asyncpg.Connection) -> None:
+        raise asyncpg.InterfaceError("unlock lost")
+
+    relay._unlock = failing_unlock  # type: ignore[method-assign]
+    await add_events(pool, outbox, ["g-1"])
+    with pytest.raises(asyncpg.InterfaceError):
+        await relay.relay_once()
+    stop = asyncio.Event()
+    task = asyncio.create_task(relay.run(stop))
+    try:
+        await add_events(pool, outbox, ["g-2"])
+        await wait_for(lambda: len(recorder.published) == 2)
+    finally:
+        stop.set()
+        await task
+    # Both connections that held the lock were closed instead of returned with it: nobody holds it now.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20
+    while await lock_holders(pool, schema):
+        assert loop.time() < deadline, "a closed relay connection still holds the schema's lock"
+        await asyncio.sleep(0.05)

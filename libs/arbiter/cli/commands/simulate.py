@@ -11,7 +11,7 @@ from datetime import datetime
 from arbiter.kit.eventloop import DEFAULT_EVENT_LOOP, run_on
 from arbiter.kit.timesource import TimeSource
 from arbiter.simulator.run import RunOptions, print_final, quiet_client_logs, run_scenario
-from arbiter.simulator.scenario import SCENARIOS, Addresses
+from arbiter.simulator.scenario import SCENARIOS, Addresses, run_failed
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -66,5 +66,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         print_final(runner)
-    failed = [p for p in runner.parts if p.status.startswith("failed")] or runner.wrongly_accepted
-    return 1 if failed else 0
+    return 1 if run_failed(report) else 0

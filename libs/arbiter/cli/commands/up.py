@@ -82,8 +82,10 @@ def run(args: argparse.Namespace) -> int:
                 exports += f' AUTH_SIGNING_KEY="$(cat {stack.state_dir / "auth-signing-key"})"'
             say("to simulate from another shell: export " + exports)
         if args.demo:
+            from arbiter.simulator.scenario import run_failed
+
             report = _demo(stack, args, started)
-            code = 1 if any(p["status"].startswith("failed") for p in report["parts"]) else 0
+            code = 1 if run_failed(report) else 0
             if args.json:
                 print(json.dumps({**summary, "demo": report}))
             if args.exit_when_done:
