@@ -628,6 +628,50 @@ def test_dashboard_shows_every_standard_kit_metric(path: Path) -> None:
     assert standard <= used_families, f"no panel for {sorted(standard - used_families)}"
 
 
+_RATE_OF = re.compile(r"\b(rate|irate|increase)\s*\(\s*([A-Za-z_:][A-Za-z0-9_:]*)")
+_QUANTILE_BY_LE = re.compile(r"\bby\s*\([^()]*\ble\b")
+
+
+def counter_samples() -> set[str]:
+    """The sample names of every counter and histogram the services export: what rate() may take."""
+    names: set[str] = set()
+    for make_registry in METRIC_PROVIDERS.values():
+        for family in make_registry().collect():
+            if family.type == "counter":
+                names.add(f"{family.name}_total")
+            elif family.type in ("histogram", "summary"):
+                names.update(f"{family.name}{suffix}" for suffix in ("_bucket", "_sum", "_count"))
+    return names
+
+
+def rate_and_quantile_problems(expr: str, counters: set[str]) -> list[str]:
+    """rate() of a gauge, or a histogram_quantile that does not keep `le`: both draw a plausible wrong line."""
+    problems = [f"{function}() of {metric}, which is not a counter"
+                for function, metric in _RATE_OF.findall(expr) if metric not in counters]
+    if "histogram_quantile" in expr and not _QUANTILE_BY_LE.search(expr):
+        problems.append("histogram_quantile over buckets not grouped by le")
+    return problems
+
+
+def test_the_rate_and_quantile_check_finds_both_mistakes() -> None:
+    counters = {"a_total", "h_bucket"}
+    assert rate_and_quantile_problems("sum(rate(a_total[5m]))", counters) == []
+    assert rate_and_quantile_problems("rate(g[5m])", counters) == ["rate() of g, which is not a counter"]
+    assert rate_and_quantile_problems("histogram_quantile(0.9, sum by (x) (rate(h_bucket[5m])))", counters) == [
+        "histogram_quantile over buckets not grouped by le"]
+    assert rate_and_quantile_problems("histogram_quantile(0.9, sum by (x, le) (rate(h_bucket[5m])))", counters) == []
+
+
+@pytest.mark.parametrize("path", dashboard_files(), ids=lambda path: path.name)
+def test_dashboard_rates_take_counters_and_quantiles_keep_le(path: Path) -> None:
+    counters = counter_samples()
+    queries = list(dashboard_queries(json.loads(path.read_text())))
+    assert any(_RATE_OF.search(expr) for _, expr in queries), "no rate() to check: the pattern no longer matches"
+    problems = [f"{where}: {problem}" for where, expr in queries
+                for problem in rate_and_quantile_problems(expr, counters)]
+    assert not problems, "\n".join(problems)
+
+
 @pytest.mark.parametrize("path", dashboard_files(), ids=lambda path: path.name)
 def test_dashboard_panels_in_seconds_show_only_seconds(path: Path) -> None:
     """A count drawn on a seconds axis reads as a duration: Prometheus names carry their unit (`_seconds`)."""
