@@ -181,13 +181,19 @@ def apply_move(record: GameRecord, player_id: str, ply: int, played_at_ms: int |
     if side is not clock.to_move:
         return "wrong_turn"
     at_ms = effective_ms(clock, played_at_ms, now_ms)
+    offline = record.offline_since_ms(side)
+    if offline is not None and record.kind is Kind.FISCHER:
+        away_until = disconnect_deadline(offline, record.has_sat(side))
+        if away_until is not None and at_ms >= away_until:
+            # T-17: 30 s away after their first move and the loss stands, as for a late "online" (a
+            # move that reached the clock while its flags were held back must not undo it).
+            return "late"
     try:
         record.clock = clock.after_move(side, at_ms if isinstance(clock, FischerClock) else at_ms // 1000)
     except ClockError:
         return "late"
     record.ply = ply
     record.mark_seen(side)
-    offline = record.offline_since_ms(side)
     if offline is not None and at_ms >= offline:
         # A player who moves is back, even if their "online" event is still on its way.
         record.presence[side].offline_since_ms = None

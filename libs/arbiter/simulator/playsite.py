@@ -52,6 +52,8 @@ LONG_ABSENCE_SECONDS = 40.0
 # each): about a minute and a half of broker outage before a game gives up.
 PUBLISH_ATTEMPTS = 20
 PUBLISH_RETRY_SECONDS = 0.2
+# Real seconds between two refuels of a Triple Block game the clock does not hold yet (NOT_FOUND).
+REFUEL_RETRY_SECONDS = 0.05
 
 
 class SimulatorSettings(KitSettings):
@@ -196,6 +198,10 @@ class LiveGame:
     # ClockState says so); GameFinished reports the latter: the game was played with their boost.
     boosted: set[str] = field(default_factory=set)
     clock_boosted: set[str] = field(default_factory=set)
+    # The highest ply a ClockState of this game showed (the clock applied every move up to it), and
+    # what a refuel waiting for a higher one listens to (made by the first such wait).
+    clock_ply: int = 0
+    clock_news: asyncio.Event | None = None
     plies: int = 0
     started_at: datetime | None = None
     deadline: datetime | None = None
@@ -208,6 +214,8 @@ class LiveGame:
         if self.ending is None:
             self.ending = (why, detail)
         self.end.set()
+        if self.clock_news is not None:
+            self.clock_news.set()  # a refuel waiting for the clock gives up: the game is over
 
 
 class PlaySite:
@@ -354,13 +362,16 @@ class PlaySite:
 
     async def _on_clock_state(self, batch: Sequence[ev.ClockState]) -> str:
         for state in batch:
-            if state.white_boosted or state.black_boosted:
-                live = self.games.get(state.game_id)
-                if live is not None:
-                    if state.white_boosted:
-                        live.clock_boosted.add(live.request.white_id)
-                    if state.black_boosted:
-                        live.clock_boosted.add(live.request.black_id)
+            live = self.games.get(state.game_id)
+            if live is not None:
+                if state.ply > live.clock_ply:
+                    live.clock_ply = state.ply
+                    if live.clock_news is not None:
+                        live.clock_news.set()
+                if state.white_boosted:
+                    live.clock_boosted.add(live.request.white_id)
+                if state.black_boosted:
+                    live.clock_boosted.add(live.request.black_id)
             for listener in self.on_clock_state:
                 listener(state)
         return "handled"
@@ -747,19 +758,40 @@ class PlaySite:
         self.stats.boosts += 1
 
     async def _refuel(self, live: LiveGame, player_id: str) -> None:
-        """TB-3: move bank time to the clock during the own turn."""
+        """TB-3: move bank time to the clock during the own turn, once the clock knows that turn began.
+
+        A refuel a few competition seconds into the turn is a few real milliseconds at a high time
+        scale: the clock may not have applied the opponent's move yet and would refuse it ("it is
+        <opponent>'s turn"). So it waits for the ClockState of the last ply. Before the first move
+        no ClockState comes; the clock answers NOT_FOUND until it has seen the start, so that is
+        tried again.
+        """
         if self._clock is None:
             return
-        try:
-            await self._clock.Refuel(clock_pb2.RefuelRequest(
-                actor=common.Actor(player_id=player_id, kind=common.ACCOUNT_KIND_REGISTERED),
-                game_id=live.request.game_id, amount_seconds=0,
-            ), timeout=self.config.call_timeout_seconds)
-        except grpc.aio.AioRpcError as error:
-            self.stats.refuel_refusals += 1
-            self.stats.last_refusal = f"Refuel: {error.code().name}: {error.details()}"
+        give_up = time.monotonic() + self.config.call_timeout_seconds
+        news = live.clock_news = live.clock_news or asyncio.Event()
+        while live.clock_ply < live.plies and not live.end.is_set():
+            news.clear()
+            left = give_up - time.monotonic()
+            if left <= 0:
+                break  # no word from the clock: try anyway, its answer says why it refuses
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(news.wait(), left)
+        while not live.end.is_set():
+            try:
+                await self._clock.Refuel(clock_pb2.RefuelRequest(
+                    actor=common.Actor(player_id=player_id, kind=common.ACCOUNT_KIND_REGISTERED),
+                    game_id=live.request.game_id, amount_seconds=0,
+                ), timeout=self.config.call_timeout_seconds)
+            except grpc.aio.AioRpcError as error:
+                if error.code() is grpc.StatusCode.NOT_FOUND and time.monotonic() < give_up:
+                    await asyncio.sleep(REFUEL_RETRY_SECONDS)
+                    continue
+                self.stats.refuel_refusals += 1
+                self.stats.last_refusal = f"Refuel: {error.code().name}: {error.details()}"
+                return
+            self.stats.refuels += 1
             return
-        self.stats.refuels += 1
 
     async def _ended_outside(self, live: LiveGame) -> None:
         assert live.ending is not None

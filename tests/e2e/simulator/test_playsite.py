@@ -28,8 +28,8 @@ WATCHED = (events.GAME_STARTED, events.MOVE_MADE, events.PRESENCE_CHANGED, event
 class Recorder:
     """Every event of the watched topics whose game id starts with `prefix`."""
 
-    def __init__(self, bootstrap: str, prefix: str) -> None:
-        self.consumer = AIOKafkaConsumer(*(t.name for t in WATCHED), bootstrap_servers=bootstrap,
+    def __init__(self, bootstrap: str, prefix: str, topics: tuple[events.Topic, ...] = WATCHED) -> None:
+        self.consumer = AIOKafkaConsumer(*(t.name for t in topics), bootstrap_servers=bootstrap,
                                          auto_offset_reset="earliest", group_id=None, enable_auto_commit=False)
         self.prefix = prefix
         self.seen: dict[str, list] = defaultdict(list)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import grpc
 import pytest
 from aiokafka import AIOKafkaProducer
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
@@ -20,8 +21,11 @@ from arbiter.kit import events
 from arbiter.kit.auth import TokenSigner, signing_key
 from arbiter.kit.timesource import TimeSource
 from arbiter.simulator.behaviour import Behaviour, Profiles
-from arbiter.simulator.playsite import PlaySite, PlaySiteConfig
-from arbiter.simulator.scenario import Addresses, ArenaPlan, Population, Scenario, ScenarioRunner, TournamentPlan
+from arbiter.simulator.playsite import LONG_ABSENCE_SECONDS, SHORT_ABSENCE_SECONDS, PlaySite, PlaySiteConfig
+from arbiter.simulator.scenario import (
+    Addresses, ArenaPlan, Population, Scenario, ScenarioRunner, TournamentPlan, TripleBlockPlan,
+)
+from tests.e2e.simulator.test_playsite import WATCHED, Recorder, _send
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -144,6 +148,22 @@ def test_small_arena_played_to_the_end_by_the_simulator(system: SystemStack) -> 
                    for e in finished)
 
 
+def _casual_request(game_id: str, white: str, black: str, time_source: TimeSource, *, variant: str = "international",
+                    fen: str = "", base_seconds: int = 60, increment_seconds: int = 0) -> ev.GameRequested:
+    """A casual game's request, as the play site would receive it, for the clock service to time."""
+    request = ev.GameRequested(
+        game_id=game_id, variant=variant, white_id=white, black_id=black, rated=True,
+        opening=common.Opening(variant=variant, fen=fen),
+        speed=common.SPEED_BULLET if base_seconds < 180 else common.SPEED_BLITZ,
+        requested_at=events.timestamp(time_source.now()),
+        competition=common.CompetitionRef(kind=common.COMPETITION_KIND_CASUAL, id=game_id),
+        time_control=common.TimeControl(fischer=common.FischerControl(
+            base_seconds=base_seconds, increment_seconds=increment_seconds)),
+    )
+    request.meta.event_id = f"{game_id}/requested"
+    return request
+
+
 # -- T-16 against T-19 through the clock service: the play site's presence decides which applies --
 
 
@@ -165,16 +185,7 @@ async def _absence_scenario(stack, prefix: str, variant: str = "international", 
         games = {f"{prefix}one-absent": one, f"{prefix}both-absent": (absent + "x", other)}
         profiles.assigned[absent + "x"] = Behaviour.NEVER_SHOWS
         for game_id, (white, black) in games.items():
-            request = ev.GameRequested(
-                game_id=game_id, variant=variant, white_id=white, black_id=black, rated=True,
-                opening=common.Opening(variant=variant, fen=fen),
-                speed=common.SPEED_BULLET, requested_at=events.timestamp(time_source.now()),
-                competition=common.CompetitionRef(kind=common.COMPETITION_KIND_CASUAL, id=game_id),
-                time_control=common.TimeControl(fischer=common.FischerControl(base_seconds=60, increment_seconds=0)),
-            )
-            request.meta.event_id = f"{game_id}/requested"
-            await producer.send_and_wait(events.GAME_REQUESTED.name, request.SerializeToString(),
-                                         key=game_id.encode())
+            await _send(producer, _casual_request(game_id, white, black, time_source, variant=variant, fen=fen))
         for _ in range(600):
             if len(results) == len(games):
                 break
@@ -211,3 +222,120 @@ def test_a_no_show_who_moves_first_after_a_three_move_opening_loses_on_time(syst
     assert one is not None, results
     # Black is to move and never comes; white is there, waiting: T-16, white wins.
     assert (one.result, one.termination) == (common.GAME_RESULT_WHITE_WINS, common.TERMINATION_NEVER_SAT)
+
+
+# -- Pinned behaviours against the clock service: T-17 drops, agreed draws, resignations, TB-3 refuels --
+
+
+# A refuel sent before the clock has applied the opponent's move is refused; at the demo's pace that
+# race hit about one turn in ten when the play site did not wait, so thirty turns show it nearly always.
+TB_TURNS = 30
+
+
+async def _behaviours_scenario(
+    stack: SystemStack, prefix: str,
+) -> tuple[PlaySite, Recorder, dict[str, str], list[ev.ClockState]]:
+    time_source = TimeSource(stack.time_scale, datetime.fromisoformat(stack.time_origin))
+    addresses = _addresses(stack)
+    pinned = {"short": Behaviour.DISCONNECTS_SHORT, "long": Behaviour.DISCONNECTS_LONG,
+              "drawer": Behaviour.OFFERS_DRAWS, "resigner": Behaviour.RESIGNS,
+              "tbw": Behaviour.REFUELS, "tbb": Behaviour.REFUELS, "probe": Behaviour.NEVER_SHOWS}
+    profiles = Profiles(seed=11, mix={Behaviour.NORMAL: 1.0},
+                        assigned={f"{prefix}{name}": behaviour for name, behaviour in pinned.items()})
+    # Every chance is 1: the first turn that may offer, resign or refuel does, so the test needs no lucky seed.
+    playsite = PlaySite(stack.kafka_bootstrap, time_source, profiles, PlaySiteConfig(
+        seed=11, think_seconds=(1.0, 3.0), group_id=f"{prefix}playsite", player_prefix=prefix,
+        clock_grpc_addr=addresses.clock, auth_signing_key=addresses.auth_signing_key,
+        resign_chance=1.0, draw_offer_chance=1.0, draw_accept_chance=1.0, refuel_chance=1.0))
+    states: list[ev.ClockState] = []
+    playsite.on_clock_state.append(states.append)
+    recorder = Recorder(stack.kafka_bootstrap, prefix, (*WATCHED, events.CLOCK_FLAGGED))
+    producer = AIOKafkaProducer(bootstrap_servers=stack.kafka_bootstrap)
+    await recorder.start()
+    await producer.start()
+    await playsite.start()
+    try:
+        # A freshly started clock holds every decision on silence for a grace after it first hears
+        # the broker; a drop then has no deadline, and the long absentee's return and next move would
+        # save them. A flagged no-show proves the clock decides again.
+        probe = f"{prefix}probe"
+        await _send(producer, _casual_request(probe, probe, f"{probe}-opponent", time_source, base_seconds=15))
+        await recorder.wait_for(probe, ev.GameFinished, timeout=30)
+        games = {name: f"{prefix}{name}" for name in ("short", "long", "drawer", "resigner")}
+        for name, game_id in games.items():
+            # 180 s: the opponent's clock outlasts the 40 s the game waits for a dropped player.
+            await _send(producer, _casual_request(game_id, f"{prefix}{name}", f"{prefix}{name}-opponent",
+                                                  time_source, base_seconds=180, increment_seconds=2))
+        # The demo's Triple Block game at the demo's pace (TB-3 refuels come 5-25 s into a turn).
+        plan = TripleBlockPlan("tb", "Triple Block")
+        tb = await playsite.play_casual(
+            f"{prefix}tbw", f"{prefix}tbb", variant=plan.variant, speed=common.SPEED_CORRESPONDENCE,
+            think_seconds=plan.think_seconds, time_control=common.TimeControl(triple_block=common.TripleBlockControl(
+                increment_days=plan.increment_days, bank_days=plan.bank_days)))
+        games["tb"] = tb.request.game_id
+        for game_id in (games["short"], games["long"], games["drawer"], games["resigner"]):
+            await recorder.wait_for(game_id, ev.GameFinished, timeout=60)
+        # Every turn has a refuel that either lands (its ClockState comes) or is refused.
+        for _ in range(1200):
+            refuelled = {s.ply for s in states if s.game_id == games["tb"] and ":refuel:" in s.meta.event_id}
+            if refuelled >= set(range(TB_TURNS)) or playsite.stats.refuel_refusals:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await playsite.stop()
+        await producer.stop()
+        await recorder.stop()
+    return playsite, recorder, games, states
+
+
+def test_pinned_behaviours_drop_draw_resign_and_refuel_against_the_clock(system: SystemStack) -> None:
+    stack = system
+    prefix = f"bh{uuid.uuid4().hex[:6]}-"
+    playsite, recorder, games, states = asyncio.run(_behaviours_scenario(stack, prefix))
+
+    def finished(name: str) -> ev.GameFinished:
+        [result] = [e for e in recorder.seen[games[name]] if isinstance(e, ev.GameFinished)]
+        return result
+
+    def presence(name: str) -> list[ev.PlayerPresenceChanged]:
+        return [e for e in recorder.seen[games[name]]
+                if isinstance(e, ev.PlayerPresenceChanged) and e.player_id == f"{prefix}{name}"]
+
+    def seconds(a: Timestamp, b: Timestamp) -> float:
+        return (b.ToDatetime() - a.ToDatetime()).total_seconds()
+
+    # T-17: back 10 s (competition time) after dropping, within the 30 s allowed: the game goes on.
+    online, offline, back = presence("short")
+    assert (online.online, offline.online, back.online) == (True, False, True)
+    # The offline event's own publication (milliseconds, seconds at 60x) comes on top of the 10 s.
+    assert SHORT_ABSENCE_SECONDS <= seconds(offline.at, back.at) < SHORT_ABSENCE_SECONDS + 10
+    short = finished("short")
+    assert short.termination != common.TERMINATION_DISCONNECTION and short.plies > 1, short
+    # T-17: away for 40 s is too late: the clock flags the dropped player 30 s after the drop.
+    online, offline, *returned = presence("long")
+    assert (online.online, offline.online) == (True, False)
+    [flag] = [e for e in recorder.seen[games["long"]] if isinstance(e, ev.ClockFlagged)]
+    assert (flag.loser_id, flag.reason) == (f"{prefix}long", common.TERMINATION_DISCONNECTION)
+    assert seconds(offline.at, flag.flagged_at) == pytest.approx(30.0, abs=0.001)
+    long = finished("long")
+    assert (long.result, long.termination) == (common.GAME_RESULT_BLACK_WINS, common.TERMINATION_DISCONNECTION)
+    assert long.white_sat, long
+    # The flag travels a while: a return may go out meanwhile, never before the 40 s are over.
+    assert all(e.online and seconds(offline.at, e.at) >= LONG_ABSENCE_SECONDS for e in returned), returned
+    # The offer comes on the offerer's (white's) first turn from ply 20 and is accepted: an agreed
+    # draw, not a rules ending nor the play site's own cut at max_plies.
+    drawn = finished("drawer")
+    assert (drawn.result, drawn.termination) == (common.GAME_RESULT_DRAW, common.TERMINATION_DRAW_AGREED)
+    assert drawn.plies == playsite.config.draw_offer_after_ply, drawn
+    # The resigner (white) gives up on their first turn from ply 10: black wins.
+    resigned = finished("resigner")
+    assert (resigned.result, resigned.termination) == (common.GAME_RESULT_BLACK_WINS, common.TERMINATION_RESIGNATION)
+    assert resigned.plies == playsite.config.resign_after_ply, resigned
+
+    # TB-3: every turn of the Triple Block game tried a refuel, and the clock applied each one: its
+    # ClockState for a refuel names the cause in the event id, and it refused none.
+    stats = playsite.stats
+    refuelled = {s.ply for s in states if s.game_id == games["tb"] and ":refuel:" in s.meta.event_id}
+    assert stats.refuel_refusals == 0, stats.last_refusal
+    assert refuelled >= set(range(TB_TURNS)), sorted(refuelled)
+    assert stats.refuels >= TB_TURNS and stats.errors == 0

@@ -68,6 +68,25 @@ def test_t17_deadline_only_after_the_first_move_and_a_late_return_changes_nothin
     assert verdict is not None and verdict.reason == Termination.DISCONNECTION and verdict.loser is Side.WHITE
 
 
+def test_t17_a_move_after_the_30_seconds_does_not_bring_the_player_back() -> None:
+    """A move that reaches the clock late (its flags held back after a restart) leaves the loss standing."""
+    record = started()
+    assert ops.apply_move(record, "w", 1, 1_000, 1_000) == "applied"
+    assert ops.apply_move(record, "b", 2, 1_500, 1_500) == "applied"
+    ops.on_presence(record, "w", False, 2_000, 2_000)
+    assert ops.apply_move(record, "w", 3, 32_000, 40_000) == "late"
+    assert record.ply == 2 and record.offline_since_ms(Side.WHITE) == 2_000
+    verdict = record_verdict(record, 40_000)
+    assert verdict is not None and verdict.reason == Termination.DISCONNECTION and verdict.loser is Side.WHITE
+    # Back in time, the move counts and the player is online again.
+    again = started()
+    ops.apply_move(again, "w", 1, 1_000, 1_000)
+    ops.apply_move(again, "b", 2, 1_500, 1_500)
+    ops.on_presence(again, "w", False, 2_000, 2_000)
+    assert ops.apply_move(again, "w", 3, 31_999, 40_000) == "applied"
+    assert again.offline_since_ms(Side.WHITE) is None and record_verdict(again, 40_000) is None
+
+
 def test_events_before_the_players_are_known_are_kept_by_player() -> None:
     record = GameRecord("g")
     assert ops.on_presence(record, "b", True, 0, 0) == "handled"
