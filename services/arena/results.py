@@ -21,6 +21,7 @@ from arbiter.competition.types import Side
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit import events
+from arbiter.kit.convert import termination_name
 from arbiter.kit.events import datetime_of
 from arbiter.kit.idempotency import delivery_id, first_deliveries
 from arbiter.kit.outbox import Outbox
@@ -124,7 +125,7 @@ class ResultDesk:
             for side, boosted in ((Side.WHITE, white_boosted), (Side.BLACK, black_boosted)):
                 seat = (game["arena_id"], game["white_id"] if side is Side.WHITE else game["black_id"])
                 _, records[seat] = score_game(records[seat], result.outcome_for(side), boosted)
-            scored_games.append((game["game_id"], result.value, _termination_name(event.termination), at,
+            scored_games.append((game["game_id"], result.value, termination_name(event.termination), at,
                                  white_boosted, black_boosted))
         if scored_games:
             scored_ids = {row[0] for row in scored_games}
@@ -246,13 +247,3 @@ def _finished_at(event: ev.GameFinished, now: datetime) -> datetime:
         log.warning("finished_at out of range; the arena takes now", extra={"game_id": event.game_id})
         return now
     return at
-
-
-def _termination_name(value: int) -> str:
-    """The termination's name; a number this build does not know is kept as UNSPECIFIED, not refused."""
-    if value in _TERMINATIONS:
-        return common.Termination.Name(value)
-    return common.Termination.Name(common.TERMINATION_UNSPECIFIED)
-
-
-_TERMINATIONS = frozenset(common.Termination.values())

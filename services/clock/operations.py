@@ -10,7 +10,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from arbiter.clocks import ClockError, FischerClock, TimeControlError, TripleBlockClock, disconnect_deadline, effective_ms
+from arbiter.clocks import (
+    ClockError,
+    FischerClock,
+    Side,
+    TimeControlError,
+    TripleBlockClock,
+    disconnect_deadline,
+    effective_ms,
+)
 from arbiter.clocks.verdict import clock_instant
 from services.clock.model import GameMeta, GameRecord, Kind, SidePresence, Status, with_meta
 
@@ -182,12 +190,10 @@ def apply_move(record: GameRecord, player_id: str, ply: int, played_at_ms: int |
         return "wrong_turn"
     at_ms = effective_ms(clock, played_at_ms, now_ms)
     offline = record.offline_since_ms(side)
-    if offline is not None and record.kind is Kind.FISCHER:
-        away_until = disconnect_deadline(offline, record.has_sat(side))
-        if away_until is not None and at_ms >= away_until:
-            # T-17: 30 s away after their first move and the loss stands, as for a late "online" (a
-            # move that reached the clock while its flags were held back must not undo it).
-            return "late"
+    if offline is not None and _away_too_long(record, side, offline, at_ms):
+        # The loss stands, as for a late "online": a move that reached the clock while its flags
+        # were held back must not undo it.
+        return "late"
     try:
         record.clock = clock.after_move(side, at_ms if isinstance(clock, FischerClock) else at_ms // 1000)
     except ClockError:
@@ -219,14 +225,21 @@ def on_presence(record: GameRecord, player_id: str, online: bool, at_ms: int | N
         offline = presence.offline_since_ms
         if offline is None:
             return "handled"
-        deadline = disconnect_deadline(offline, side is not None and record.has_sat(side))
-        if deadline is not None and at >= deadline and record.kind is Kind.FISCHER:
+        if _away_too_long(record, side, offline, at):
             return "too_late"
         presence.offline_since_ms = None
         return "handled"
     if presence.offline_since_ms is None:
         presence.offline_since_ms = at
     return "handled"
+
+
+def _away_too_long(record: GameRecord, side: Side | None, offline_since_ms: int, at_ms: int) -> bool:
+    """T-17: whether `at_ms` is past the 30 s a Fischer player has to come back after their first move."""
+    if record.kind is not Kind.FISCHER:
+        return False
+    deadline = disconnect_deadline(offline_since_ms, side is not None and record.has_sat(side))
+    return deadline is not None and at_ms >= deadline
 
 
 def boost(record: GameRecord, player_id: str, at_ms: int | None, now_ms: int) -> str:

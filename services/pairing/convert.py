@@ -52,11 +52,6 @@ STATE_TO_PROTO: Final = {
 }
 
 
-def termination_name(value: int) -> str:
-    """The stored name of a Termination value."""
-    return common.Termination.Name(value)
-
-
 def ending_of(termination: int) -> Ending:
     """The tournament's view of a play-site termination."""
     return ENDING.get(termination, Ending.PLAYED)

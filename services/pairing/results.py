@@ -35,12 +35,13 @@ from arbiter.competition.types import Side
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit import events
+from arbiter.kit.convert import termination_name
 from arbiter.kit.events import datetime_of
 from arbiter.kit.idempotency import delivery_id
 from arbiter.kit.timesource import TimeSource
 from services.pairing import store
 from services.pairing.busy import BusyRegistry, game_seats
-from services.pairing.convert import VERDICT, ending_of, game_record, termination_name
+from services.pairing.convert import VERDICT, ending_of, game_record
 from services.pairing.metrics import PairingMetrics
 from services.pairing.watch import WatchHub
 

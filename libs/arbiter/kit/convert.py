@@ -24,3 +24,14 @@ ACCOUNT_KIND: Final = {
     common.ACCOUNT_KIND_GUEST: AccountKind.GUEST,
     common.ACCOUNT_KIND_BOT: AccountKind.BOT,
 }
+
+
+_TERMINATIONS: Final = frozenset(common.Termination.values())
+
+
+def termination_name(value: int) -> str:
+    """The stored name of a Termination; a number this build does not know is TERMINATION_UNSPECIFIED, not refused.
+
+    proto3 lets a newer play site send endings added after this build: the result still counts.
+    """
+    return common.Termination.Name(value if value in _TERMINATIONS else common.TERMINATION_UNSPECIFIED)

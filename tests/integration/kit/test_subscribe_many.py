@@ -7,6 +7,7 @@ import time
 import uuid
 
 from aiokafka import AIOKafkaProducer
+from faststream.kafka import KafkaBroker
 
 from arbiter.contracts import common_pb2
 from arbiter.contracts import events_pb2 as ev
@@ -32,11 +33,15 @@ def _settings(infra_env) -> KitSettings:
     )
 
 
-async def test_one_consumer_dispatches_by_topic_and_redelivers_after_a_failure(infra_env) -> None:
+def _setup(infra_env, service: str) -> tuple[KitSettings, str, Metrics, KafkaBroker]:
+    """Settings, a tag for this test's game ids, and a broker whose metrics are the service's."""
     settings = _settings(infra_env)
-    tag = uuid.uuid4().hex[:8]
-    metrics = Metrics("kit_many")
-    broker = make_broker(settings, "kit_many", metrics)
+    metrics = Metrics(service)
+    return settings, uuid.uuid4().hex[:8], metrics, make_broker(settings, service, metrics)
+
+
+async def test_one_consumer_dispatches_by_topic_and_redelivers_after_a_failure(infra_env) -> None:
+    settings, tag, metrics, broker = _setup(infra_env, "kit_many")
     finished: list[str] = []
     started: list[str] = []
     failures_left = [1]
@@ -83,10 +88,7 @@ async def test_one_consumer_dispatches_by_topic_and_redelivers_after_a_failure(i
 
 async def test_a_record_that_does_not_parse_is_skipped_and_counted_not_redelivered_for_ever(infra_env) -> None:
     """A poison record (not the topic's message) must not hold its partition: both kinds of consumer skip it."""
-    settings = _settings(infra_env)
-    tag = uuid.uuid4().hex[:8]
-    metrics = Metrics("kit_poison")
-    broker = make_broker(settings, "kit_poison", metrics)
+    settings, tag, metrics, broker = _setup(infra_env, "kit_poison")
     many: list[str] = []
     batched: list[str] = []
     single: list[str] = []
