@@ -113,6 +113,10 @@ class Target:
     # burst reads the services' progress from their committed offsets, not from their /metrics.
     consumer_groups: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
 
+    def all_consumer_groups(self) -> dict[str, tuple[str, ...]]:
+        """Every service's consumer groups, each with the topics it reads."""
+        return {group: topics for groups in self.consumer_groups.values() for group, topics in groups.items()}
+
     def groups_reading(self, topic: str, services: Sequence[str] | None = None) -> list[str]:
         """The consumer groups that read `topic`, of `services` (every service when None)."""
         return [group for service, groups in self.consumer_groups.items()
@@ -480,6 +484,43 @@ class CommittedOffsets:
         """Each group's committed records of `topic`."""
         return dict(zip(groups, await asyncio.gather(*(self.total(group, topic) for group in groups)), strict=True))
 
+    async def behind(self, groups: dict[str, tuple[str, ...]]) -> int:
+        """Records the consumer groups (each with the topics it reads) have yet to commit, summed."""
+        missing = 0
+        for group, topics in groups.items():
+            for topic in topics:
+                partitions = self._partitions.get(topic) or await topic_partitions(self.metadata, [topic])
+                if not partitions:
+                    continue  # not created yet: nothing written to it
+                self._partitions[topic] = partitions
+                ends = await self.metadata.end_offsets(partitions)
+                missing += max(0, sum(ends.values()) - await self.total(group, topic))
+        return missing
+
+    async def wait_quiet(self, groups: dict[str, tuple[str, ...]], timeout: float, settle: float = 0.5) -> bool:
+        """Wait until every group has committed every record of its topics, twice `settle` s apart.
+
+        Twice, because a service that has just consumed everything may still be publishing what it
+        caused (its outbox), which another group then has to read.
+        """
+        deadline = time.monotonic() + timeout
+        quiet_since: float | None = None
+        while time.monotonic() < deadline:
+            try:
+                behind = await self.behind(groups)
+            except KafkaError as error:  # one failed look is no reason to lose the stage: look again
+                log.warning("committed offsets unread", extra={"error": repr(error)})
+                behind = -1
+            now = time.monotonic()
+            if behind != 0:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = now
+            elif now - quiet_since >= settle:
+                return True
+            await asyncio.sleep(0.1)
+        return False
+
     async def wait_for(self, groups: Sequence[str], topic: str, counts: dict[str, int], more: int,
                        timeout: float, every: float = 0.01) -> float | None:
         """Wait until each group has committed `more` records of `topic` past `counts`; when (monotonic), or None."""
@@ -654,18 +695,25 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
     """Tournament results at rising offered rates."""
     prefix = f"br{uuid.uuid4().hex[:4]}-"
     playsite = PlaySite(target.kafka, target.time_source, Profiles(seed=config.seed), PlaySiteConfig(
-        seed=config.seed, group_id=f"{prefix}playsite", instant_results=True, result_rate=1.0,
+        seed=config.seed, group_id=f"{prefix}playsite", instant_results=True, requests_only=True, result_rate=1.0,
         instant_every_seconds=config.result_every_ms / 1000, player_prefix=prefix))
     watch = RatingWatch(target.kafka, target.watch_fetch_wait_ms)
+    committed = CommittedOffsets(target.kafka)
     await playsite.start()
     await watch.start()
+    await committed.start()
     stages = []
     try:
         started = time.monotonic()
         created, _ = await first_round_requested(target, playsite, config.tournaments, config.entrants, prefix,
                                                  share=0.9, patience=60)
+        # The first stage starts once the services have read everything the setup caused: measured
+        # while they still worked off its backlog (round 1 being paired, its requests being read by
+        # the clock), the stage's first two seconds held its worst latencies (issue 9 note).
+        quiet = await committed.wait_quiet(target.all_consumer_groups(), config.drain_seconds)
         say(f"rates: {len(created)} of {config.tournaments} round robins of {config.entrants} created and round 1 "
-            f"requested ({playsite.backlog} games waiting) in {time.monotonic() - started:.0f} s")
+            f"requested ({playsite.backlog} games waiting) in {time.monotonic() - started:.0f} s; "
+            f"{'every service has read the setup' if quiet else 'the services still read the setup'}")
         pairing_only = {name: url for name, url in target.metrics.items() if name == "pairing"}
         part_series = [series for _, series in PAIRING_PARTS]
         for rate in config.rates:
@@ -720,6 +768,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                 break
     finally:
         playsite.result_rate = 0.0
+        await committed.stop()
         await watch.stop()
         await playsite.stop()
     return stages
@@ -743,7 +792,8 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
         return {}
     prefix = f"bb{uuid.uuid4().hex[:4]}-"
     playsite = PlaySite(target.kafka, target.time_source, Profiles(seed=config.seed), PlaySiteConfig(
-        seed=config.seed, group_id=f"{prefix}playsite", instant_results=True, player_prefix=prefix))
+        seed=config.seed, group_id=f"{prefix}playsite", instant_results=True, requests_only=True,
+        player_prefix=prefix))
     playsite.holding = True
     watch = RatingWatch(target.kafka, target.watch_fetch_wait_ms)
     committed = CommittedOffsets(target.kafka)
@@ -789,6 +839,10 @@ async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, wa
                      committed: CommittedOffsets) -> dict[str, Any]:
     """Start every held game, then release their results at once and time how standings and ratings take them."""
     started, start_seconds = await _start_held_round(target, playsite, committed, config.drain_seconds)
+    # A round's results come minutes after its requests and starts: released while a service still
+    # read those (the clock the round's requests, rating the last round's results), the burst would
+    # time that leftover work as well.
+    quiet = await committed.wait_quiet(target.all_consumer_groups(), config.drain_seconds)
     standings = target.groups_reading(events.GAME_FINISHED.name, ["pairing"])
     before_results = await committed.totals(standings, events.GAME_FINISHED.name)
     before = await Reading.read(target.metrics)
@@ -825,6 +879,7 @@ async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, wa
         "started_before_release": started,
         "started_in_seconds": start_seconds,
         "started_with_results": release.started_with_results,
+        "released_when_quiet": quiet,
         "next_round_requested": playsite.backlog,
         "cpu_percent": _cpu(before.cpu(), after.cpu(), window),
         # How each consumer took them: its game.finished batches and their mean handling time.

@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
@@ -235,6 +236,69 @@ async def _instant_scenario(bootstrap: str) -> None:
 
 def test_instant_results_publish_each_game_start_and_result_once(kafka_bootstrap: str) -> None:
     asyncio.run(_instant_scenario(kafka_bootstrap))
+
+
+def _forfeit(game_id: str, white: str, black: str) -> ev.GameFinished:
+    """A T-18 busy forfeit as pairing publishes it: a result for a game the play site never opened."""
+    finished = ev.GameFinished(
+        game_id=game_id, variant="international", white_id=white, black_id=black,
+        result=common.GAME_RESULT_WHITE_WINS, termination=common.TERMINATION_BUSY_FORFEIT,
+        competition=common.CompetitionRef(kind=common.COMPETITION_KIND_TOURNAMENT, id=f"{game_id}-t", round=1),
+    )
+    finished.meta.event_id = f"{game_id}/forfeit"
+    finished.meta.producer = "pairing"
+    return finished
+
+
+async def _requests_only_scenario(bootstrap: str) -> None:
+    await ensure_topics(bootstrap, 4)
+    prefix = f"pq{uuid.uuid4().hex[:6]}-"
+    time_source = TimeSource(600.0, datetime.now(UTC))
+    sites = {
+        requests_only: PlaySite(bootstrap, time_source, Profiles(seed=5), PlaySiteConfig(
+            seed=5, group_id=f"{prefix}playsite-{requests_only}", player_prefix=prefix, producer=f"site-{requests_only}",
+            instant_results=True, requests_only=requests_only))
+        for requests_only in (False, True)
+    }
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await producer.start()
+    await admin.start()
+    for site in sites.values():
+        await site.start()
+    try:
+        await _send(producer, _forfeit(f"{prefix}forfeit", f"{prefix}w", f"{prefix}b"))
+        games = await _request_games(producer, prefix, 5)
+        deadline = asyncio.get_running_loop().time() + 60
+        while asyncio.get_running_loop().time() < deadline and not (
+                all(set(games) <= set(site.result_sent) for site in sites.values())
+                and sites[False].stats.decided_elsewhere):
+            await asyncio.sleep(0.05)
+
+        # Both host every requested game; only the full reader also learns of the result decided elsewhere.
+        assert all(set(games) <= set(site.result_sent) for site in sites.values())
+        assert sites[False].stats.decided_elsewhere == 1
+        await asyncio.sleep(0.5)  # several fetches more: the forfeit never reaches the other one
+        assert sites[True].stats.decided_elsewhere == 0 and sites[True].stats.errors == 0
+        # Its consumer group reads game.requested and nothing else.
+        topics = (events.GAME_REQUESTED, events.GAME_FINISHED, events.CLOCK_STATE, events.CLOCK_FLAGGED,
+                  events.GAME_ABANDONED)
+        read = {}
+        for requests_only in (False, True):
+            committed = await admin.list_consumer_group_offsets(f"{prefix}playsite-{requests_only}", partitions=[
+                TopicPartition(topic.name, partition) for topic in topics for partition in range(4)])
+            read[requests_only] = {tp.topic for tp, meta in committed.items() if meta.offset >= 0}
+        assert read[True] == {events.GAME_REQUESTED.name}
+        assert {events.GAME_REQUESTED.name, events.GAME_FINISHED.name} <= read[False]
+    finally:
+        for site in sites.values():
+            await site.stop()
+        await admin.close()
+        await producer.stop()
+
+
+def test_a_requests_only_play_site_reads_game_requested_alone(kafka_bootstrap: str) -> None:
+    asyncio.run(_requests_only_scenario(kafka_bootstrap))
 
 
 async def _held_scenario(bootstrap: str) -> None:

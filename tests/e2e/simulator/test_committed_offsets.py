@@ -1,0 +1,58 @@
+"""The benchmark's view of consumer groups' progress, asked of a real broker: how far behind, and when quiet."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.structs import OffsetAndMetadata
+
+from arbiter.simulator.bench import CommittedOffsets
+
+
+async def _scenario(bootstrap: str) -> None:
+    topic, group = f"quiet-{uuid.uuid4().hex[:8]}", f"quiet-group-{uuid.uuid4().hex[:8]}"
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    await admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
+    await admin.close()
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    offsets = CommittedOffsets(bootstrap)
+    await producer.start()
+    await consumer.start()
+    await offsets.start()
+    try:
+        for partition, count in ((0, 3), (1, 2)):
+            for n in range(count):
+                await producer.send_and_wait(topic, f"r{n}".encode(), partition=partition)
+        groups = {group: (topic,)}
+        consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+        # Nothing committed: every record is still to be read; a topic never created holds none.
+        assert await offsets.behind(groups) == 5
+        assert await offsets.behind({group: (f"never-{uuid.uuid4().hex[:8]}",)}) == 0
+        assert not await offsets.wait_quiet(groups, timeout=0.3)
+
+        await consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(3, ""),
+                               TopicPartition(topic, 1): OffsetAndMetadata(1, "")})
+        assert await offsets.behind(groups) == 1
+        assert not await offsets.wait_quiet(groups, timeout=0.3)
+
+        # Caught up, and still caught up half a second later: quiet.
+        await consumer.commit({TopicPartition(topic, 1): OffsetAndMetadata(2, "")})
+        assert await offsets.behind(groups) == 0
+        assert await offsets.wait_quiet(groups, timeout=10, settle=0.2)
+
+        # A record produced meanwhile is work again.
+        await producer.send_and_wait(topic, b"late", partition=1)
+        assert await offsets.behind(groups) == 1
+    finally:
+        await offsets.stop()
+        await consumer.stop()
+        await producer.stop()
+
+
+def test_groups_are_behind_by_their_uncommitted_records_and_quiet_once_caught_up(kafka_bootstrap: str) -> None:
+    asyncio.run(_scenario(kafka_bootstrap))
