@@ -197,7 +197,8 @@ class GameFinishedHandler:
         for pool, verdict in to_rate.values():
             assert verdict.game is not None
             candidates[pool].update((verdict.game.white_id, verdict.game.black_id))
-        already, current = await store.rated_and_states(connection, list(to_rate), candidates)
+        stored = await store.rated_and_states(connection, list(to_rate), candidates)
+        already, current = stored.rated, stored.states
         for game_id, (_pool, verdict) in to_rate.items():
             if game_id in already:  # every event of the batch for it comes too late; None before migration 003
                 late, rated_by = (verdict.event_id, *again.get(game_id, ())), already[game_id]
@@ -216,11 +217,14 @@ class GameFinishedHandler:
             return [], []
         for entry in work.values():
             entry.games.sort(key=lambda game: game.key)
-        # A late game replays only the later games of the players it reaches (see ledger).
-        later = await store.games_after(connection, {pool: entry.games[0].key for pool, entry in work.items()})
+        # A late game replays only the later games of the players it reaches (see ledger). Only a
+        # pool whose latest rated game comes after the batch's earliest one has such games to read.
+        later = await store.games_after(connection, {
+            pool: entry.games[0].key for pool, entry in work.items()
+            if pool in stored.latest and stored.latest[pool] > entry.games[0].key})
         pool_of_game: dict[str, Pool] = {}
         for pool, entry in work.items():
-            if later[pool]:
+            if later.get(pool):
                 reached = reach(entry.games, later[pool])
                 for (_finished_at, game_id), white, black in later[pool]:
                     if white in reached or black in reached:

@@ -60,31 +60,36 @@ def _applied(row: asyncpg.Record) -> AppliedGame:
     )
 
 
+@cache
+def games_after_statement(pools: int) -> str:
+    """The statement of `games_after` for `pools` pools: (variant, speed, finished_at, game_id) parameters each."""
+    branch = (
+        "(SELECT array_agg(r.finished_at ORDER BY r.finished_at, r.game_id),"
+        " array_agg(r.game_id ORDER BY r.finished_at, r.game_id),"
+        " array_agg(r.white_id ORDER BY r.finished_at, r.game_id),"
+        " array_agg(r.black_id ORDER BY r.finished_at, r.game_id) FROM rated_games AS r"
+        " WHERE r.variant = ${0}::text AND r.speed = ${1}::smallint"
+        " AND (r.finished_at, r.game_id) > (${2}::timestamptz, ${3}::text))"
+    )
+    return " UNION ALL ".join(branch.format(*range(4 * n + 1, 4 * n + 5)) for n in range(pools))
+
+
 async def games_after(
     connection: asyncpg.Connection, keys: Mapping[Pool, GameKey]
 ) -> dict[Pool, list[tuple[GameKey, str, str]]]:
     """Who played whom in every rated game of each pool after its key, in canonical order (`ledger.Meeting`s).
 
     One row of arrays per pool, turned into plain tuples: a backlog makes these thousands of
-    games per batch, and arrays decode far cheaper than a record (or an object) per game.
+    games per batch, and arrays decode far cheaper than a record (or an object) per game. Each
+    pool is its own branch with its key as plain parameters: from a key joined in (a lateral
+    join on unnest) the planner could not see how recent it is, assumed a third of the pool came
+    after it and scanned the whole table, a cost growing with every game ever rated.
     """
     if not keys:
         return {}
     pools = list(keys)
-    rows = await connection.fetch(
-        "SELECT g.finished, g.ids, g.whites, g.blacks"
-        " FROM unnest($1::text[], $2::smallint[], $3::timestamptz[], $4::text[]) WITH ORDINALITY"
-        " AS k(variant, speed, finished_at, game_id, position)"
-        " CROSS JOIN LATERAL (SELECT array_agg(r.finished_at ORDER BY r.finished_at, r.game_id) AS finished,"
-        " array_agg(r.game_id ORDER BY r.finished_at, r.game_id) AS ids,"
-        " array_agg(r.white_id ORDER BY r.finished_at, r.game_id) AS whites,"
-        " array_agg(r.black_id ORDER BY r.finished_at, r.game_id) AS blacks FROM rated_games AS r"
-        " WHERE r.variant = k.variant AND r.speed = k.speed"
-        " AND (r.finished_at, r.game_id) > (k.finished_at, k.game_id)) AS g"
-        " ORDER BY k.position",
-        [p.variant for p in pools], [p.speed for p in pools],
-        [keys[p][0] for p in pools], [keys[p][1] for p in pools],
-    )
+    rows = await connection.fetch(games_after_statement(len(pools)),
+                                  *(value for pool in pools for value in (pool.variant, pool.speed, *keys[pool])))
     return {
         pool: list(zip(zip(finished, ids, strict=True), whites, blacks, strict=True)) if finished else []
         for pool, (finished, ids, whites, blacks) in zip(pools, rows, strict=True)
@@ -124,13 +129,27 @@ async def player_states(
     }
 
 
+@dataclass(frozen=True)
+class StoredView:
+    """What one read under the pools' locks tells a batch (see `rated_and_states`)."""
+
+    # Of the batch's game ids, those already rated, each with the event id that rated it (None
+    # for a game rated before event ids were kept).
+    rated: dict[str, str | None]
+    # The stored states of the candidate players; players never rated in a pool are absent.
+    states: dict[Pool, dict[str, PlayerState]]
+    # The canonical key of each pool's latest rated game; pools without one are absent.
+    latest: dict[Pool, GameKey]
+
+
 async def rated_and_states(
     connection: asyncpg.Connection, game_ids: Collection[str], players: Mapping[Pool, Collection[str]]
-) -> tuple[dict[str, str | None], dict[Pool, dict[str, PlayerState]]]:
-    """Those of `game_ids` already rated, with the event id that rated each, and the stored states of `players`.
+) -> StoredView:
+    """Which of `game_ids` are rated, the stored states of `players`, and each of their pools' latest game.
 
-    One round trip, both read under the pools' locks; players never rated in a pool are absent,
-    and a game rated before event ids were kept with it has None.
+    One round trip, read under the pools' locks. The latest game tells whether a batch holds a
+    late game: only then are the games after it read (`games_after`). Each is found by a backward
+    scan of the pool's canonical-order index, whatever the table holds.
     """
     variants: list[str] = []
     speeds: list[int] = []
@@ -139,25 +158,31 @@ async def rated_and_states(
         variants += [pool.variant] * len(pool_players)
         speeds += [pool.speed] * len(pool_players)
         ids += pool_players
+    pools = list(players)
     rows = await connection.fetch(
-        "SELECT r.variant, r.speed, r.player_id, r.rating, r.deviation, r.volatility, r.games, r.last_rated_at,"
-        " NULL AS event_id"
+        "SELECT 0 AS kind, r.variant, r.speed, r.player_id, r.rating, r.deviation, r.volatility, r.games,"
+        " r.last_rated_at, NULL AS event_id"
         " FROM unnest($1::text[], $2::smallint[], $3::text[]) AS u(variant, speed, player_id)"
         " JOIN ratings AS r ON r.variant = u.variant AND r.speed = u.speed AND r.player_id = u.player_id"
-        " UNION ALL SELECT NULL, NULL, g.game_id, NULL, NULL, NULL, NULL, NULL, g.event_id"
-        " FROM unnest($4::text[]) AS u(game_id) JOIN rated_games AS g ON g.game_id = u.game_id",
-        variants, speeds, ids, list(game_ids),
+        " UNION ALL SELECT 1, NULL, NULL, g.game_id, NULL, NULL, NULL, NULL, NULL, g.event_id"
+        " FROM unnest($4::text[]) AS u(game_id) JOIN rated_games AS g ON g.game_id = u.game_id"
+        " UNION ALL SELECT 2, p.variant, p.speed, l.game_id, NULL, NULL, NULL, NULL, l.finished_at, NULL"
+        " FROM unnest($5::text[], $6::smallint[]) AS p(variant, speed) CROSS JOIN LATERAL"
+        " (SELECT r.game_id, r.finished_at FROM rated_games AS r WHERE r.variant = p.variant AND r.speed = p.speed"
+        " ORDER BY r.finished_at DESC, r.game_id DESC LIMIT 1) AS l",
+        variants, speeds, ids, list(game_ids), [pool.variant for pool in pools], [pool.speed for pool in pools],
     )
-    rated: dict[str, str | None] = {}
-    states: dict[Pool, dict[str, PlayerState]] = {pool: {} for pool in players}
-    for variant, speed, player_or_game, rating, deviation, volatility, games, last_rated_at, event_id in rows:
-        if variant is None:
-            rated[player_or_game] = event_id
-        else:
-            states[Pool(variant, speed)][player_or_game] = PlayerState(
-                Rating(rating, deviation, volatility), games, last_rated_at
+    view = StoredView({}, {pool: {} for pool in players}, {})
+    for kind, variant, speed, player_or_game, rating, deviation, volatility, games, at, event_id in rows:
+        if kind == 1:
+            view.rated[player_or_game] = event_id
+        elif kind == 0:
+            view.states[Pool(variant, speed)][player_or_game] = PlayerState(
+                Rating(rating, deviation, volatility), games, at
             )
-    return rated, states
+        else:
+            view.latest[Pool(variant, speed)] = (at, player_or_game)
+    return view
 
 
 # Written once with a new game and never rewritten by a replay (migration 003).

@@ -118,11 +118,48 @@ async def test_rated_and_states_answers_which_games_are_rated_and_who_has_a_rati
         await store.save_rated(connection, applied, states, event_ids(applied))
     rated_id = applied[RAPID][2].game.game_id
     async with pool.acquire() as connection:
-        rated, found = await store.rated_and_states(
-            connection, [rated_id, "rs-never-rated"], {BLITZ: ["rsw0", "rs-newcomer"], RAPID: ["rsb1"]},
+        stored = await store.rated_and_states(
+            connection, [rated_id, "rs-never-rated"],
+            {BLITZ: ["rsw0", "rs-newcomer"], RAPID: ["rsb1"], Pool("frisian", 2): ["rsw0"]},
         )
-    assert rated == {rated_id: f"ev-{rated_id}"}
-    assert found == {BLITZ: {"rsw0": states[BLITZ]["rsw0"]}, RAPID: {"rsb1": states[RAPID]["rsb1"]}}
+    assert stored.rated == {rated_id: f"ev-{rated_id}"}
+    assert stored.states == {BLITZ: {"rsw0": states[BLITZ]["rsw0"]}, RAPID: {"rsb1": states[RAPID]["rsb1"]},
+                             Pool("frisian", 2): {}}
+    # Each pool's latest rated game in canonical order; a pool never played has none.
+    assert stored.latest == {pool: applied[pool][-1].game.key for pool in (BLITZ, RAPID)}
+
+
+async def test_games_after_reads_each_pool_from_its_own_key(pool: asyncpg.Pool) -> None:
+    applied, states = rated_batch("ga", 6)
+    async with pool.acquire() as connection, connection.transaction():
+        await store.save_rated(connection, applied, states, event_ids(applied))
+    async with pool.acquire() as connection:
+        after = await store.games_after(connection, {BLITZ: applied[BLITZ][3].game.key,
+                                                     RAPID: applied[RAPID][5].game.key})
+        assert await store.games_after(connection, {}) == {}
+    assert after == {
+        BLITZ: [(a.game.key, a.game.white_id, a.game.black_id) for a in applied[BLITZ][4:]],
+        RAPID: [],
+    }
+
+
+async def test_the_latest_game_and_the_games_after_a_recent_key_are_read_by_index(pool: asyncpg.Pool) -> None:
+    """A seek, not a scan: a lateral key left the planner guessing a third of the pool and it read the table
+    whole for every batch, a cost growing with every game ever rated."""
+    async with pool.acquire() as connection:
+        await connection.execute(
+            "INSERT INTO rated_games SELECT 'ix' || lpad(n::text, 6, '0'), 'international', 3,"
+            " $1::timestamptz + n * interval '1 second', 'w' || n % 97, 'b' || n % 89, 1,"
+            " 1500, 350, 0.06, 0, NULL, 1500, 350, 0.06, 1500, 350, 0.06, 0, NULL, 1500, 350, 0.06"
+            " FROM generate_series(1, 20000) AS n", START)
+        await connection.execute("ANALYZE rated_games")
+        recent = (START + timedelta(seconds=19_990), "ix019990")
+        plan = "\n".join(row[0] for row in await connection.fetch(
+            "EXPLAIN " + store.games_after_statement(1), BLITZ.variant, BLITZ.speed, *recent))
+        assert "rated_games_pool_order" in plan and "Seq Scan" not in plan, plan
+        assert len((await store.games_after(connection, {BLITZ: recent}))[BLITZ]) == 10
+        stored = await store.rated_and_states(connection, [], {BLITZ: ["w1"]})
+        assert stored.latest == {BLITZ: (START + timedelta(seconds=20_000), "ix020000")}
 
 
 def counted(metrics: RatingMetrics) -> dict[tuple[str, str], float]:
