@@ -647,6 +647,20 @@ async def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
     return predicate()
 
 
+async def wait_settled(count: Callable[[], int], goal: int, timeout: float, still_seconds: float = 2.0) -> bool:
+    """Wait until `count()` reaches `goal`, or has not grown for `still_seconds`; whether it reached it."""
+    deadline = time.monotonic() + timeout
+    last, since = count(), time.monotonic()
+    while count() < goal and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        now = count()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= still_seconds:
+            break
+    return count() >= goal
+
+
 async def played_stage(target: Target, config: BenchConfig, say: Callable[[str], None]) -> dict[str, Any]:
     """Real random games with no think time: what the play site and the system sustain."""
     prefix = f"bp{uuid.uuid4().hex[:4]}-"
@@ -705,11 +719,13 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
     stages = []
     try:
         started = time.monotonic()
-        created, _ = await first_round_requested(target, playsite, config.tournaments, config.entrants, prefix,
-                                                 share=0.9, patience=60)
-        # The first stage starts once the services have read everything the setup caused: measured
+        created, games = await first_round_requested(target, playsite, config.tournaments, config.entrants, prefix,
+                                                     share=0.9, patience=60)
+        # The first stage starts once every tournament has paired round 1 (a late start pairs it on its
+        # timer, read by no consumer) and the services have read everything the setup caused: measured
         # while they still worked off its backlog (round 1 being paired, its requests being read by
         # the clock), the stage's first two seconds held its worst latencies (issue 9 note).
+        await wait_settled(lambda: playsite.stats.requested, games, config.drain_seconds)
         quiet = await committed.wait_quiet(target.all_consumer_groups(), config.drain_seconds)
         say(f"rates: {len(created)} of {config.tournaments} round robins of {config.entrants} created and round 1 "
             f"requested ({playsite.backlog} games waiting) in {time.monotonic() - started:.0f} s; "

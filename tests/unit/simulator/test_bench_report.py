@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 
 from arbiter.simulator.bench import (
     Report, burst_medians, host_cpu_ticks, python_loop_ns, rate_while_offered, socket_round_trip_us, stolen_percent, summary,
-    targets,
+    targets, wait_settled,
 )
 
 
@@ -118,3 +120,22 @@ def test_a_round_that_never_finished_scoring_leaves_the_median_to_the_others() -
     burst = burst_medians(625, [_burst_round(None, 5000.0), _burst_round(5200.0, 5000.0)])
     assert burst["standings_per_s"] == 5200.0
     assert burst_medians(625, [_burst_round(None, 5000.0)])["standings_per_s"] is None
+
+
+def test_wait_settled_ends_at_the_goal_or_once_the_count_stops_growing() -> None:
+    ticks = iter(range(1_000))
+    growing = lambda: min(next(ticks), 40)  # noqa: E731 - a counter that grows on every look, then stops at 40
+
+    async def scenario() -> tuple[bool, float, bool, float, bool]:
+        started = time.monotonic()
+        reached = await wait_settled(growing, 10, timeout=5)
+        at_goal = time.monotonic() - started
+        started = time.monotonic()
+        stalled = await wait_settled(growing, 100, timeout=5, still_seconds=0.2)
+        at_stall = time.monotonic() - started
+        return reached, at_goal, stalled, at_stall, await wait_settled(lambda: 3, 5, timeout=0.1)
+
+    reached, at_goal, stalled, at_stall, timed_out = asyncio.run(scenario())
+    assert reached and at_goal < 2
+    assert not stalled and 0.2 <= at_stall < 4  # stopped at 40 and waited only the still time after it
+    assert not timed_out
