@@ -130,7 +130,7 @@ class GameFinishedHandler:
 
         One transaction for every pool of the batch: the effects (each rated game with the id of
         the event that rated it), the ids of the events that rated nothing and the outgoing events
-        commit together, in 7 round trips for the usual batch (a few more for
+        commit together, in 6 round trips for the usual batch (a few more for
         a late game or a batch above `store.ONE_STATEMENT_GAMES`). Under load every round trip waits
         for a busy PostgreSQL, so their count, not the work per game, sets a small batch's time.
         """

@@ -270,7 +270,7 @@ class PlaySite:
 
     async def start(self) -> None:
         """Subscribe and connect; games are played from now on."""
-        # One consumer for the five topics: each consumer is a fetch loop polling the broker.
+        # One consumer for all its topics: each consumer is a fetch loop polling the broker.
         handlers: dict[Topic, BatchHandler] = {events.GAME_REQUESTED: self._on_requested}
         if not self.config.requests_only:
             handlers |= {
