@@ -6,6 +6,8 @@ Stages, in one run:
 3. tournament results at rising offered rates: the simulator answers every GameRequested at once
    (GameStarted + GameFinished, no moves) at most R results/s, published every `result_every_ms`;
    measured: achieved results/s, p50/p99 result -> next pairing, result -> rating updated, CPU per service.
+   The first stage starts once every round 1 is requested and every service's consumer groups have
+   committed all they were sent, so that no stage times the setup's backlog (each burst below waits alike).
 4. burst: a whole round of many round robins, its games started, finishes at once: how fast pairing
    takes the results into the standings and the rating service rates them, while the next round
    is paired; several rounds one after the other, the figures their medians.
