@@ -16,7 +16,7 @@ from arbiter.clocks import (
     Side,
     TimeControlError,
     TripleBlockClock,
-    disconnect_deadline,
+    disconnect_deadline_ms,
     effective_ms,
 )
 from arbiter.clocks.verdict import clock_instant
@@ -235,10 +235,8 @@ def on_presence(record: GameRecord, player_id: str, online: bool, at_ms: int | N
 
 
 def _away_too_long(record: GameRecord, side: Side | None, offline_since_ms: int, at_ms: int) -> bool:
-    """T-17: whether `at_ms` is past the 30 s a Fischer player has to come back after their first move."""
-    if record.kind is not Kind.FISCHER:
-        return False
-    deadline = disconnect_deadline(offline_since_ms, side is not None and record.has_sat(side))
+    """T-17: whether `at_ms` is past the deadline `disconnect_deadline_ms` gives a player offline since then."""
+    deadline = None if side is None else disconnect_deadline_ms(record.clock, side, offline_since_ms)
     return deadline is not None and at_ms >= deadline
 
 

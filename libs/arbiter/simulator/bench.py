@@ -48,6 +48,7 @@ from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.contracts import tournament_pb2_grpc
+from arbiter.devstack.chaos import group_lag
 from arbiter.kit import events
 from arbiter.kit.events import timestamp
 from arbiter.kit.kafka import outbox_publisher, topic_partitions
@@ -486,43 +487,6 @@ class CommittedOffsets:
         """Each group's committed records of `topic`."""
         return dict(zip(groups, await asyncio.gather(*(self.total(group, topic) for group in groups)), strict=True))
 
-    async def behind(self, groups: dict[str, tuple[str, ...]]) -> int:
-        """Records the consumer groups (each with the topics it reads) have yet to commit, summed."""
-        missing = 0
-        for group, topics in groups.items():
-            for topic in topics:
-                partitions = self._partitions.get(topic) or await topic_partitions(self.metadata, [topic])
-                if not partitions:
-                    continue  # not created yet: nothing written to it
-                self._partitions[topic] = partitions
-                ends = await self.metadata.end_offsets(partitions)
-                missing += max(0, sum(ends.values()) - await self.total(group, topic))
-        return missing
-
-    async def wait_quiet(self, groups: dict[str, tuple[str, ...]], timeout: float, settle: float = 0.5) -> bool:
-        """Wait until every group has committed every record of its topics, twice `settle` s apart.
-
-        Twice, because a service that has just consumed everything may still be publishing what it
-        caused (its outbox), which another group then has to read.
-        """
-        deadline = time.monotonic() + timeout
-        quiet_since: float | None = None
-        while time.monotonic() < deadline:
-            try:
-                behind = await self.behind(groups)
-            except KafkaError as error:  # one failed look is no reason to lose the stage: look again
-                log.warning("committed offsets unread", extra={"error": repr(error)})
-                behind = -1
-            now = time.monotonic()
-            if behind != 0:
-                quiet_since = None
-            elif quiet_since is None:
-                quiet_since = now
-            elif now - quiet_since >= settle:
-                return True
-            await asyncio.sleep(0.1)
-        return False
-
     async def wait_for(self, groups: Sequence[str], topic: str, counts: dict[str, int], more: int,
                        timeout: float, every: float = 0.01) -> float | None:
         """Wait until each group has committed `more` records of `topic` past `counts`; when (monotonic), or None."""
@@ -649,6 +613,33 @@ async def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
     return predicate()
 
 
+async def wait_quiet(bootstrap: str, groups: dict[str, tuple[str, ...]], timeout: float,
+                     settle: float = 0.5) -> bool:
+    """Wait until every consumer group has committed every record of its topics, on two looks `settle` s apart.
+
+    Two looks, because a service that has just consumed everything may still be publishing what
+    it caused (its outbox), which another group then has to read. Each look is the chaos suite's
+    `group_lag`, which reads a partition's true end past tansu's high watermark.
+    """
+    deadline = time.monotonic() + timeout
+    quiet_since: float | None = None
+    while time.monotonic() < deadline:
+        try:
+            lags = await asyncio.gather(*(group_lag(bootstrap, group, topics) for group, topics in groups.items()))
+        except KafkaError as error:  # one failed look is no reason to lose the stage: look again
+            log.warning("committed offsets unread", extra={"error": repr(error)})
+            lags = [-1]
+        now = time.monotonic()
+        if any(lags):
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= settle:
+            return True
+        await asyncio.sleep(0.1)
+    return False
+
+
 async def wait_settled(count: Callable[[], int], goal: int, timeout: float, still_seconds: float = 2.0) -> bool:
     """Wait until `count()` reaches `goal`, or has not grown for `still_seconds`; whether it reached it."""
     deadline = time.monotonic() + timeout
@@ -714,10 +705,8 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
         seed=config.seed, group_id=f"{prefix}playsite", instant_results=True, requests_only=True, result_rate=1.0,
         instant_every_seconds=config.result_every_ms / 1000, player_prefix=prefix))
     watch = RatingWatch(target.kafka, target.watch_fetch_wait_ms)
-    committed = CommittedOffsets(target.kafka)
     await playsite.start()
     await watch.start()
-    await committed.start()
     stages = []
     try:
         started = time.monotonic()
@@ -728,7 +717,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
         # while they still worked off its backlog (round 1 being paired, its requests being read by
         # the clock), the stage's first two seconds held its worst latencies (issue 9 note).
         await wait_settled(lambda: playsite.stats.requested, games, config.drain_seconds)
-        quiet = await committed.wait_quiet(target.all_consumer_groups(), config.drain_seconds)
+        quiet = await wait_quiet(target.kafka, target.all_consumer_groups(), config.drain_seconds)
         say(f"rates: {len(created)} of {config.tournaments} round robins of {config.entrants} created and round 1 "
             f"requested ({playsite.backlog} games waiting) in {time.monotonic() - started:.0f} s; "
             f"{'every service has read the setup' if quiet else 'the services still read the setup'}")
@@ -786,7 +775,6 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                 break
     finally:
         playsite.result_rate = 0.0
-        await committed.stop()
         await watch.stop()
         await playsite.stop()
     return stages
@@ -860,7 +848,7 @@ async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, wa
     # A round's results come minutes after its requests and starts: released while a service still
     # read those (the clock the round's requests, rating the last round's results), the burst would
     # time that leftover work as well.
-    quiet = await committed.wait_quiet(target.all_consumer_groups(), config.drain_seconds)
+    quiet = await wait_quiet(target.kafka, target.all_consumer_groups(), config.drain_seconds)
     standings = target.groups_reading(events.GAME_FINISHED.name, ["pairing"])
     before_results = await committed.totals(standings, events.GAME_FINISHED.name)
     before = await Reading.read(target.metrics)

@@ -1,4 +1,4 @@
-"""The benchmark's view of consumer groups' progress, asked of a real broker: how far behind, and when quiet."""
+"""The benchmark waits for quiet on a real broker: groups are behind by their uncommitted records, quiet once caught up."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import OffsetAndMetadata
 
-from arbiter.simulator.bench import CommittedOffsets
+from arbiter.devstack.chaos import group_lag
+from arbiter.simulator.bench import wait_quiet
 
 
 async def _scenario(bootstrap: str) -> None:
@@ -20,10 +21,8 @@ async def _scenario(bootstrap: str) -> None:
     await admin.close()
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
-    offsets = CommittedOffsets(bootstrap)
     await producer.start()
     await consumer.start()
-    await offsets.start()
     try:
         for partition, count in ((0, 3), (1, 2)):
             for n in range(count):
@@ -31,25 +30,24 @@ async def _scenario(bootstrap: str) -> None:
         groups = {group: (topic,)}
         consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
         # Nothing committed: every record is still to be read; a topic never created holds none.
-        assert await offsets.behind(groups) == 5
-        assert await offsets.behind({group: (f"never-{uuid.uuid4().hex[:8]}",)}) == 0
-        assert not await offsets.wait_quiet(groups, timeout=0.3)
+        assert await group_lag(bootstrap, group, (topic,)) == 5
+        assert await group_lag(bootstrap, group, (f"never-{uuid.uuid4().hex[:8]}",)) == 0
+        assert not await wait_quiet(bootstrap, groups, timeout=0.3)
 
         await consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(3, ""),
                                TopicPartition(topic, 1): OffsetAndMetadata(1, "")})
-        assert await offsets.behind(groups) == 1
-        assert not await offsets.wait_quiet(groups, timeout=0.3)
+        assert await group_lag(bootstrap, group, (topic,)) == 1
+        assert not await wait_quiet(bootstrap, groups, timeout=0.3)
 
         # Caught up, and still caught up half a second later: quiet.
         await consumer.commit({TopicPartition(topic, 1): OffsetAndMetadata(2, "")})
-        assert await offsets.behind(groups) == 0
-        assert await offsets.wait_quiet(groups, timeout=10, settle=0.2)
+        assert await group_lag(bootstrap, group, (topic,)) == 0
+        assert await wait_quiet(bootstrap, groups, timeout=10, settle=0.2)
 
         # A record produced meanwhile is work again.
         await producer.send_and_wait(topic, b"late", partition=1)
-        assert await offsets.behind(groups) == 1
+        assert await group_lag(bootstrap, group, (topic,)) == 1
     finally:
-        await offsets.stop()
         await consumer.stop()
         await producer.stop()
 
