@@ -205,7 +205,7 @@ class LiveGame:
     boosted: set[str] = field(default_factory=set)
     clock_boosted: set[str] = field(default_factory=set)
     # The highest ply a ClockState of this game showed (the clock applied every move up to it), and
-    # what a refuel waiting for a higher one listens to (made by the first such wait).
+    # what a wait for the clock's word (a refuel, a boost) listens to (made by the first such wait).
     clock_ply: int = 0
     clock_news: asyncio.Event | None = None
     plies: int = 0
@@ -221,7 +221,7 @@ class LiveGame:
             self.ending = (why, detail)
         self.end.set()
         if self.clock_news is not None:
-            self.clock_news.set()  # a refuel waiting for the clock gives up: the game is over
+            self.clock_news.set()  # a wait for the clock gives up: the game is over
 
 
 class PlaySite:
@@ -373,14 +373,14 @@ class PlaySite:
         for state in batch:
             live = self.games.get(state.game_id)
             if live is not None:
-                if state.ply > live.clock_ply:
-                    live.clock_ply = state.ply
-                    if live.clock_news is not None:
-                        live.clock_news.set()
+                known = (live.clock_ply, len(live.clock_boosted))
+                live.clock_ply = max(live.clock_ply, state.ply)
                 if state.white_boosted:
                     live.clock_boosted.add(live.request.white_id)
                 if state.black_boosted:
                     live.clock_boosted.add(live.request.black_id)
+                if live.clock_news is not None and (live.clock_ply, len(live.clock_boosted)) != known:
+                    live.clock_news.set()
             for listener in self.on_clock_state:
                 listener(state)
         return "handled"
@@ -765,6 +765,10 @@ class PlaySite:
             return
         live.boosted.add(player_id)
         self.stats.boosts += 1
+        # As a player sees the halved clock before moving: a first move that reached the clock before
+        # the arena's BoostTaken would leave the boost uncharged (AR-5), and the game unboosted.
+        if self._clock is not None:
+            await self._clock_shows(live, lambda: player_id in live.clock_boosted)
 
     async def _refuel(self, live: LiveGame, player_id: str) -> None:
         """TB-3: move bank time to the clock during the own turn, once the clock knows that turn began.
@@ -778,14 +782,8 @@ class PlaySite:
         if self._clock is None:
             return
         give_up = time.monotonic() + self.config.call_timeout_seconds
-        news = live.clock_news = live.clock_news or asyncio.Event()
-        while live.clock_ply < live.plies and not live.end.is_set():
-            news.clear()
-            left = give_up - time.monotonic()
-            if left <= 0:
-                break  # no word from the clock: try anyway, its answer says why it refuses
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(news.wait(), left)
+        # Without word from the clock it is tried anyway: the clock's answer says why it refuses.
+        await self._clock_shows(live, lambda: live.clock_ply >= live.plies)
         while not live.end.is_set():
             try:
                 await self._clock.Refuel(clock_pb2.RefuelRequest(
@@ -801,6 +799,18 @@ class PlaySite:
                 return
             self.stats.refuels += 1
             return
+
+    async def _clock_shows(self, live: LiveGame, shown: Callable[[], bool]) -> None:
+        """Wait until the game's ClockStates make `shown()` true, the game ends or `call_timeout_seconds` pass."""
+        give_up = time.monotonic() + self.config.call_timeout_seconds
+        news = live.clock_news = live.clock_news or asyncio.Event()
+        while True:
+            news.clear()  # before the look: a state arriving after it sets the event again
+            left = give_up - time.monotonic()
+            if shown() or live.end.is_set() or left <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(news.wait(), left)
 
     async def _ended_outside(self, live: LiveGame) -> None:
         assert live.ending is not None
