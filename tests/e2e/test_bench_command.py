@@ -70,6 +70,11 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     [firehose] = printed["firehose"]
     assert firehose["offered_results_per_s"] == 300 and firehose["rated_games_per_s"] > 0
     assert firehose["rated_per_s_while_offered"] is not None and firehose["rated_per_s_while_offered"] >= 0
+    # How busy the whole machine was, and how much the host stole, beside each stage's own figures.
+    for measured in (stage, *burst["rounds"], firehose):
+        host = measured["host"]
+        assert host["cores"] == os.cpu_count()
+        assert 0 < host["busy_percent"] <= host["cores"] * 100 and 0 <= host["stolen_percent"] <= 100
     assert printed["machine"]["event_loop"] == "uvloop"
     assert machine["config"]["result_every_ms"] == 30
     # The rating watch polls as the play site does, not at aiokafka's 500 ms (a rating seen late).

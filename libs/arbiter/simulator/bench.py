@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
 import redis.asyncio as aioredis
@@ -203,21 +203,53 @@ def socket_round_trip_us(cpus: tuple[int, int], round_trips: int = 5_000) -> flo
         echo.wait(timeout=10)
 
 
-def host_cpu_ticks() -> tuple[int, int]:
-    """(every CPU tick, ticks stolen by the hypervisor) since boot, from /proc/stat ((0, 0) without it)."""
+class HostTicks(NamedTuple):
+    """CPU ticks of the whole machine since boot, every CPU summed (/proc/stat)."""
+
+    total: int
+    # Nothing to run, or waiting for a disk.
+    idle: int
+    # Wanted to run while the hypervisor ran someone else.
+    stolen: int
+
+
+def host_cpu_ticks() -> HostTicks:
+    """The machine's CPU ticks since boot, from /proc/stat (all zero without it)."""
     try:
         with open("/proc/stat", encoding="ascii") as stat:
             fields = [int(value) for value in stat.readline().split()[1:]]
     except OSError:
-        return 0, 0
+        return HostTicks(0, 0, 0)
     # user nice system idle iowait irq softirq steal [guest guest_nice, already inside user and nice]
-    return sum(fields[:8]), fields[7] if len(fields) > 7 else 0
+    fields += [0] * (8 - len(fields))
+    return HostTicks(sum(fields[:8]), fields[3] + fields[4], fields[7])
 
 
-def stolen_percent(before: tuple[int, int], after: tuple[int, int]) -> float | None:
+def stolen_percent(before: HostTicks, after: HostTicks) -> float | None:
     """The share of CPU time the hypervisor gave to others between two `host_cpu_ticks` readings."""
-    total = after[0] - before[0]
-    return round((after[1] - before[1]) / total * 100, 1) if total > 0 else None
+    total = after.total - before.total
+    return round((after.stolen - before.stolen) / total * 100, 1) if total > 0 else None
+
+
+def busy_percent(before: HostTicks, after: HostTicks, cpus: int) -> float | None:
+    """How busy the machine was between two readings, in % of one core (up to `cpus` x 100), stolen time apart."""
+    total = after.total - before.total
+    if total <= 0:
+        return None
+    idle, stolen = after.idle - before.idle, after.stolen - before.stolen
+    return round((total - idle - stolen) / total * cpus * 100, 1)
+
+
+def host_load(before: HostTicks, after: HostTicks) -> dict[str, Any]:
+    """The whole machine over a stage: busy (every process, ours or not, in % of one core) and stolen.
+
+    Beside the per-service CPU of a stage: a stage run at nearly every core's limit queues every
+    hop, and a host that steals much or ran others' work (a machine kind shared with other
+    servers) explains a slow stage that the services' own figures do not.
+    """
+    cores = os.cpu_count() or 1
+    return {"cores": cores, "busy_percent": busy_percent(before, after, cores),
+            "stolen_percent": stolen_percent(before, after)}
 
 
 # -- raw rates ---------------------------------------------------------------------------------
@@ -732,9 +764,11 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
             delivered_before = len(playsite.stats.delivery_latencies)
             rated_before = watch.count
             sent_before = set(playsite.result_sent)
+            ticks = host_cpu_ticks()
             began = time.monotonic()
             await asyncio.sleep(config.stage_seconds)
             elapsed = time.monotonic() - began
+            host = host_load(ticks, host_cpu_ticks())
             after = await Reading.read(target.metrics)
             own_cpu = time.process_time() - own_cpu_before
             finished = playsite.stats.finished - finished_before
@@ -762,6 +796,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                 # Wall time each service's event loop spent collecting garbage (part of its CPU above).
                 "gc_percent": _cpu(before.collecting(), after.collecting(), elapsed),
                 "pairing_parts_mean_ms": {label: parts.get(series) for label, series in PAIRING_PARTS},
+                "host": host,
             }
             stages.append(stage)
             say(f"rates: offered {rate}/s -> {stage['results_per_s']}/s results, next pairing "
@@ -769,7 +804,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                 f"{stage['requested_to_play_site_ms']}), rating {stage['result_to_rating_updated_ms']}, "
                 f"play site CPU {stage['bench_process_cpu_percent']}%, garbage collection % {stage['gc_percent']}; "
                 f"inside pairing, means in ms: "
-                f"{stage['pairing_parts_mean_ms']}")
+                f"{stage['pairing_parts_mean_ms']}; {_host_words(host)}")
             if playsite.backlog == 0 and finished / elapsed < 0.5 * rate:
                 say("rates: the system supplies no more games than this; higher rates are not tried")
                 break
@@ -820,7 +855,8 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
                 f"{one['results']} results built in {one['built_in_seconds']} s, published "
                 f"at {one['published_per_s']}/s; standings took them at {one['standings_per_s']}/s, ratings at "
                 f"{one['rated_per_s']}/s (counting the building: {one['standings_per_s_with_building']}/s and "
-                f"{one['rated_per_s_with_building']}/s); next round requested {one['next_round_requested']} games")
+                f"{one['rated_per_s_with_building']}/s); next round requested {one['next_round_requested']} games; "
+                f"{_host_words(one['host'])}")
             if one["next_round_requested"] < one["results"]:
                 break  # the next round did not all reach the play site in time: nothing whole to release
     return burst_medians(len(created), rounds) if rounds else {}
@@ -852,6 +888,7 @@ async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, wa
     standings = target.groups_reading(events.GAME_FINISHED.name, ["pairing"])
     before_results = await committed.totals(standings, events.GAME_FINISHED.name)
     before = await Reading.read(target.metrics)
+    ticks = host_cpu_ticks()
     read_at = time.monotonic()
     release = await playsite.release_held()
     games, began, published = release.game_ids, release.publishing, release.published
@@ -864,6 +901,7 @@ async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, wa
         await asyncio.sleep(0.1)
     after = await Reading.read(target.metrics)
     window = time.monotonic() - read_at
+    host = host_load(ticks, host_cpu_ticks())
     rated = [watch.first_seen[g] for g in games if g in watch.first_seen]
 
     def per_second(done_at: float | None, count: int, since: float = began) -> float | None:
@@ -888,6 +926,7 @@ async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, wa
         "released_when_quiet": quiet,
         "next_round_requested": playsite.backlog,
         "cpu_percent": _cpu(before.cpu(), after.cpu(), window),
+        "host": host,
         # How each consumer took them: its game.finished batches and their mean handling time.
         "game_finished_batches": {
             service: _batches(before.histograms(service, [GAME_FINISHED_HANDLER])[GAME_FINISHED_HANDLER],
@@ -977,6 +1016,7 @@ async def firehose(target: Target, config: BenchConfig, say: Callable[[str], Non
             sent: dict[str, float] = {}
             cpu_before = (await Reading.read(target.metrics)).cpu()
             updates_before = watch.count
+            ticks = host_cpu_ticks()
             began = time.monotonic()
             tick = 0.01
             done = 0
@@ -994,6 +1034,7 @@ async def firehose(target: Target, config: BenchConfig, say: Callable[[str], Non
             await wait_until(lambda: sum(1 for g in sent if g in watch.first_seen) >= len(sent), config.drain_seconds)
             drained = time.monotonic() - began
             cpu_after = (await Reading.read(target.metrics)).cpu()
+            host = host_load(ticks, host_cpu_ticks())
             seen = sum(1 for g in sent if g in watch.first_seen)
             stage = {
                 "offered_results_per_s": rate, "sent": len(sent),
@@ -1004,11 +1045,12 @@ async def firehose(target: Target, config: BenchConfig, say: Callable[[str], Non
                 "rating_updates": watch.count - updates_before,
                 "result_to_rating_updated_ms": latency_ms(sent, watch.first_seen, list(sent)),
                 "cpu_percent": _cpu(cpu_before, cpu_after, drained),
+                "host": host,
             }
             results.append(stage)
             say(f"firehose: offered {rate}/s -> rating put out {stage['rated_per_s_while_offered']} games/s while "
                 f"offered, {stage['rated_games_per_s']} games/s over the stage and its drain, "
-                f"latency {stage['result_to_rating_updated_ms']}")
+                f"latency {stage['result_to_rating_updated_ms']}; {_host_words(host)}")
     finally:
         await producer.stop()
         await watch.stop()
@@ -1041,6 +1083,14 @@ def _pct(values: list[float]) -> dict[str, Any]:
 def _cpu(before: dict[str, float], after: dict[str, float], seconds: float) -> dict[str, float]:
     return {name: round((after[name] - before.get(name, 0.0)) / seconds * 100, 1)
             for name in after if name in before and after[name]}
+
+
+def _host_words(host: dict[str, Any] | None) -> str:
+    """A stage's `host_load` as people read it."""
+    if not host or host.get("busy_percent") is None:
+        return "machine load unknown"
+    return (f"machine busy {host['busy_percent']}% of {host['cores'] * 100}, "
+            f"{host['stolen_percent']}% stolen by the host")
 
 
 async def run_bench(target: Target, config: BenchConfig, say: Callable[[str], None] = print) -> Report:
@@ -1123,6 +1173,8 @@ def summary(report: Report) -> str:
                          f"(+ {s.get('bench_process_cpu_percent')})")
             if s.get("gc_percent"):
                 lines.append(f"  {'':>8} of that CPU, garbage collection %: {s['gc_percent']}")
+            if s.get("host"):
+                lines.append(f"  {'':>8} {_host_words(s['host'])}")
         lines.append("  (delivery: from the pairing service stamping a request to the play site handling it)")
     if report.burst:
         b = report.burst
@@ -1135,7 +1187,7 @@ def summary(report: Report) -> str:
                      f"({b['standings_per_s_with_building']}/s and {b['rated_per_s_with_building']}/s "
                      f"from the start of the building); last round: {b['rated_games']} rated, next round requested "
                      f"{b['next_round_requested']} games, CPU % {b['cpu_percent']}, game.finished batches "
-                     f"{b['game_finished_batches']}")
+                     f"{b['game_finished_batches']}; {_host_words(b.get('host'))}")
         if len(each) > 1:
             per_round = ", ".join(f"{r['standings_per_s']} / {r['rated_per_s']}" for r in each)
             lines.append(f"  each round, standings / ratings per s: {per_round}")
@@ -1146,7 +1198,7 @@ def summary(report: Report) -> str:
             lines.append(f"  offered {f['offered_results_per_s']:>6}/s sent {f['achieved_send_per_s']:>8}/s -> rated "
                          f"{f['rated_per_s_while_offered']}/s while offered ({f['rated_games_per_s']}/s over the stage "
                          f"and its drain), result -> rating updated p50 {ru['p50']} ms p99 {ru['p99']} ms; "
-                         f"CPU % {f['cpu_percent']}")
+                         f"CPU % {f['cpu_percent']}; {_host_words(f.get('host'))}")
     lines += targets(report)
     for note in report.notes:
         lines.append(f"note: {note}")

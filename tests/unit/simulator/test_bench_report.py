@@ -7,8 +7,8 @@ import os
 import time
 
 from arbiter.simulator.bench import (
-    Report, burst_medians, host_cpu_ticks, python_loop_ns, rate_while_offered, socket_round_trip_us, stolen_percent, summary,
-    targets, wait_settled,
+    HostTicks, Report, burst_medians, busy_percent, host_cpu_ticks, host_load, python_loop_ns, rate_while_offered,
+    socket_round_trip_us, stolen_percent, summary, targets, wait_settled,
 )
 
 
@@ -23,16 +23,35 @@ def _stage(offered: int, achieved: float, through_pairing: float, p99: float) ->
 
 
 def test_stolen_percent_is_the_share_of_steal_ticks_between_two_readings() -> None:
-    assert stolen_percent((1_000, 10), (3_000, 60)) == 2.5
-    assert stolen_percent((1_000, 10), (1_000, 10)) is None
+    assert stolen_percent(HostTicks(1_000, 500, 10), HostTicks(3_000, 1_000, 60)) == 2.5
+    assert stolen_percent(HostTicks(1_000, 500, 10), HostTicks(1_000, 500, 10)) is None
 
 
-def test_host_cpu_ticks_move_forward_and_steal_never_exceeds_the_total() -> None:
+def test_busy_percent_counts_neither_idle_nor_stolen_ticks_and_scales_to_the_cores() -> None:
+    # 2,000 ticks over two CPUs: 400 idle, 100 stolen, so 1,500 ran something: 150% of one core.
+    assert busy_percent(HostTicks(1_000, 500, 10), HostTicks(3_000, 900, 110), cpus=2) == 150.0
+    assert busy_percent(HostTicks(0, 0, 0), HostTicks(1_000, 1_000, 0), cpus=2) == 0.0
+    assert busy_percent(HostTicks(1_000, 500, 10), HostTicks(1_000, 500, 10), cpus=2) is None
+
+
+def test_host_cpu_ticks_move_forward_and_idle_and_steal_never_exceed_the_total() -> None:
     before = host_cpu_ticks()
     python_loop_ns(iterations=200_000, repeats=1)
     after = host_cpu_ticks()
-    assert after[0] >= before[0] > 0
-    assert 0 <= after[1] - before[1] <= after[0] - before[0]
+    assert after.total >= before.total > 0
+    assert 0 <= (after.idle - before.idle) + (after.stolen - before.stolen) <= after.total - before.total
+
+
+def test_host_load_over_busy_work_is_within_the_machine() -> None:
+    before = host_cpu_ticks()
+    ended = time.monotonic() + 0.3
+    while time.monotonic() < ended:
+        pass
+    load = host_load(before, host_cpu_ticks())
+    cores = os.cpu_count() or 1
+    assert load["cores"] == cores
+    assert load["busy_percent"] is not None and 0 < load["busy_percent"] <= cores * 100
+    assert load["stolen_percent"] is not None and 0 <= load["stolen_percent"] <= 100
 
 
 def test_python_loop_ns_is_a_positive_time_per_step() -> None:
@@ -73,6 +92,13 @@ def test_summary_prints_the_host_calibration_beside_the_figures() -> None:
     assert "1.2% of CPU time stolen by the host" in text
     assert "kafka fetch wait" not in text
     assert text.splitlines()[-1] == "note: broker note"
+
+
+def test_summary_prints_how_busy_the_machine_was_in_each_stage() -> None:
+    stage = {**_stage(1000, 990.0, 950.0, 140.0), "host": {"cores": 2, "busy_percent": 181.5, "stolen_percent": 7.4}}
+    lines = summary(Report(machine={"cpus": 2}, stages=[_stage(500, 500.0, 500.0, 60.0), stage])).splitlines()
+    assert [line.strip() for line in lines if "machine busy" in line] == [
+        "machine busy 181.5% of 200, 7.4% stolen by the host"]
 
 
 def test_summary_prints_each_consumer_process_fetch_wait_when_the_run_set_them() -> None:
