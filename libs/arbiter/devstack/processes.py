@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -11,11 +12,51 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now."""
+# Ports handed out start here: above the well-known servers a machine of this kind runs (5432,
+# 6379, 9092, RabbitMQ's 25672 is probed like any other).
+_FIRST_HANDED_PORT = 20_000
+# Linux's own default, for a system that does not say.
+_DEFAULT_EPHEMERAL = (32_768, 60_999)
+
+
+def ephemeral_ports(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tuple[int, int]:
+    """The range the kernel picks outgoing connections' source ports (and bind-to-0 ports) from."""
+    try:
+        with open(path, encoding="ascii") as ports:
+            low, high = (int(value) for value in ports.read().split())
+    except (OSError, ValueError):
+        return _DEFAULT_EPHEMERAL
+    return low, high
+
+
+def free_port(host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
+    """A TCP port nobody listens on right now, below the kernel's ephemeral range when there is room.
+
+    A port from bind-to-0 comes from the range the kernel also gives every outgoing connection
+    as its source port: between this probe and the server's own bind, any process's client
+    connection may take it (a test stack's service once failed to bind its gRPC port so, with
+    two test workers connecting to their brokers and databases). Below the range the kernel
+    gives a port to nobody unasked; a random one, probed, keeps two callers apart.
+    """
+    low, _high = ephemeral_ports()
+    pick = rng or random.Random()
+    if low - _FIRST_HANDED_PORT >= 1_000:
+        for _ in range(100):
+            port = pick.randrange(_FIRST_HANDED_PORT, low)
+            if _bindable(host, port):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
         return int(probe.getsockname()[1])
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
