@@ -28,7 +28,7 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -285,22 +285,39 @@ async def rewind_service(stack: SystemStack, name: str, counts: FaultCounts | No
     return sum(found)
 
 
-async def group_lag(bootstrap: str, group_id: str, topics: Iterable[str | Topic]) -> int:
-    """Records on `topics` not yet committed by `group_id`."""
-    names = _topic_names(topics)
+@contextlib.asynccontextmanager
+async def _at_true_ends(bootstrap: str, group_id: str,
+                        topics: Iterable[str | Topic]) -> AsyncIterator[tuple[AIOKafkaConsumer, dict[TopicPartition, int]]]:
+    """A consumer of `group_id` holding every partition of `topics` (no group join), with their true ends."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False)
     await consumer.start()
     try:
-        partitions = await topic_partitions(consumer, names)
+        partitions = await topic_partitions(consumer, _topic_names(topics))
         consumer.assign(partitions)
-        ends = await true_ends(consumer, partitions)
-        lag = 0
-        for tp in partitions:
-            committed = await consumer.committed(tp)
-            lag += max(0, ends[tp] - (committed or 0))
-        return lag
+        yield consumer, await true_ends(consumer, partitions)
     finally:
         await consumer.stop()
+
+
+async def group_lag(bootstrap: str, group_id: str, topics: Iterable[str | Topic]) -> int:
+    """Records on `topics` not yet committed by `group_id`."""
+    async with _at_true_ends(bootstrap, group_id, topics) as (consumer, ends):
+        lag = 0
+        for tp, end in ends.items():
+            committed = await consumer.committed(tp)
+            lag += max(0, end - (committed or 0))
+        return lag
+
+
+async def commit_at_ends(bootstrap: str, group_id: str, topics: Iterable[str | Topic]) -> dict[TopicPartition, int]:
+    """Commit `group_id` at the true end of every partition of `topics`: it reads only what comes next.
+
+    Returns those ends. A group that committed nothing reads from the beginning; one placed at the
+    end skips the history of a broker that others used before.
+    """
+    async with _at_true_ends(bootstrap, group_id, topics) as (consumer, ends):
+        await consumer.commit({tp: OffsetAndMetadata(end, "") for tp, end in ends.items()})
+        return ends
 
 
 async def redeliver_in_order(stack: SystemStack, tag: str, counts: FaultCounts | None = None) -> int:

@@ -10,16 +10,15 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.structs import OffsetAndMetadata
 
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.draughts import Game
-from arbiter.devstack.chaos import true_ends
+from arbiter.devstack.chaos import commit_at_ends
 from arbiter.kit import events
-from arbiter.kit.kafka import ensure_topics, topic_partitions
+from arbiter.kit.kafka import ensure_topics
 from arbiter.kit.timesource import TimeSource
 from arbiter.simulator.behaviour import Behaviour, Profiles
 from arbiter.simulator.playsite import PlaySite, PlaySiteConfig
@@ -252,24 +251,6 @@ def _forfeit(game_id: str, white: str, black: str) -> ev.GameFinished:
     return finished
 
 
-async def _commit_at_end(bootstrap: str, group_id: str, names: list[str]) -> dict[TopicPartition, int]:
-    """Commit `group_id` at the true end of `names`: it reads what comes next, not the session's history.
-
-    A new group reads from the beginning: after the session's other tests the full reader had
-    every ClockState of their games to go through first (a run once spent the test's minute on it).
-    """
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        partitions = await topic_partitions(consumer, names)
-        consumer.assign(partitions)
-        ends = await true_ends(consumer, partitions)
-        await consumer.commit({tp: OffsetAndMetadata(end, "") for tp, end in ends.items()})
-        return ends
-    finally:
-        await consumer.stop()
-
-
 async def _requests_only_scenario(bootstrap: str) -> None:
     await ensure_topics(bootstrap, 4)
     prefix = f"pq{uuid.uuid4().hex[:6]}-"
@@ -277,7 +258,9 @@ async def _requests_only_scenario(bootstrap: str) -> None:
     topics = [topic.name for topic in (events.GAME_REQUESTED, events.GAME_FINISHED, events.CLOCK_STATE,
                                         events.CLOCK_FLAGGED, events.GAME_ABANDONED)]
     groups = {requests_only: f"{prefix}playsite-{requests_only}" for requests_only in (False, True)}
-    starts = {requests_only: await _commit_at_end(bootstrap, group, topics) for requests_only, group in groups.items()}
+    # A new group reads from the beginning: after the session's other tests the full reader had every
+    # ClockState of their games to go through first (a run once spent the test's minute on it).
+    starts = {requests_only: await commit_at_ends(bootstrap, group, topics) for requests_only, group in groups.items()}
     sites = {
         requests_only: PlaySite(bootstrap, time_source, Profiles(seed=5), PlaySiteConfig(
             seed=5, group_id=group, player_prefix=prefix, producer=f"site-{requests_only}",
