@@ -107,6 +107,7 @@ def subscribe(
         "heartbeat_interval_ms": settings.kafka_heartbeat_interval_ms,
         # A fetch waits at most this long for new records: every hop of a result -> pairing chain pays it.
         "fetch_max_wait_ms": settings.kafka_fetch_max_wait_ms,
+        "fetch_min_bytes": settings.kafka_fetch_min_bytes,
         "decoder": _decoder(topic, metrics),
         "title": f"{group_id}:{topic.name}",
         "description": f"{topic.message.DESCRIPTOR.full_name} consumed by {group_id}",
@@ -174,6 +175,7 @@ def subscribe_many(
         session_timeout_ms=settings.kafka_session_timeout_ms,
         heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
         fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+        fetch_min_bytes=settings.kafka_fetch_min_bytes,
         decoder=decode,
         batch=True, max_records=max_records, batch_timeout_ms=settings.kafka_batch_poll_ms,
         title=f"{group_id}:{','.join(names)}",

@@ -1144,6 +1144,8 @@ def summary(report: Report) -> str:
              f"time scale x{machine.get('time_scale')}; event loop {machine.get('event_loop')}"]
     if machine.get("kafka_fetch_wait_ms"):
         lines.append(f"kafka fetch wait, ms per consumer process: {machine['kafka_fetch_wait_ms']}")
+    if machine.get("kafka_fetch_min_bytes"):
+        lines.append(f"kafka fetch min bytes per consumer process: {machine['kafka_fetch_min_bytes']}")
     kafka, redis_rates = report.raw.get("kafka", {}), report.raw.get("redis", {})
     if kafka:
         lines.append(f"raw kafka: produce {kafka['produce_per_s']:,}/s ({kafka['produce_mb_per_s']} MB/s), "

@@ -131,3 +131,40 @@ async def test_a_record_that_does_not_parse_is_skipped_and_counted_not_redeliver
     finally:
         await producer.stop()
         await broker.stop()
+
+
+async def test_a_consumer_that_waits_for_more_bytes_still_gets_a_lone_record_when_the_wait_ends(infra_env) -> None:
+    """KAFKA_FETCH_MIN_BYTES reaches both kinds of consumer; the fetch wait still bounds how long a record waits."""
+    settings, tag, metrics, broker = _setup(infra_env, "kit_min_bytes")
+    settings = settings.model_copy(update={"kafka_fetch_min_bytes": 1024 * 1024, "kafka_fetch_max_wait_ms": 200})
+    many: list[str] = []
+    single: list[str] = []
+
+    async def on_many(batch: list[ev.GameFinished]) -> str:
+        many.extend(e.game_id for e in batch if e.game_id.startswith(tag))
+        return "handled"
+
+    async def on_single(batch: list[ev.GameAbandoned]) -> str:
+        single.extend(e.game_id for e in batch if e.game_id.startswith(tag))
+        return "handled"
+
+    subscribers = [
+        subscribe_many(broker, settings, metrics, {events.GAME_FINISHED: on_many}, f"kit-min-bytes-many-{tag}"),
+        subscribe(broker, settings, metrics, events.GAME_ABANDONED, f"kit-min-bytes-one-{tag}", on_single, batch=True),
+    ]
+    await broker.start()
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers)
+    await producer.start()
+    try:
+        await _eventually(lambda: all(s.consumer.assignment() for s in subscribers))
+        # What the broker is asked for: a fetch answers at 1 MiB or after 200 ms, whichever comes first.
+        assert [s.consumer._fetch_min_bytes for s in subscribers] == [1024 * 1024, 1024 * 1024]
+        # One small record each, far below the bytes asked for: delivered all the same once the wait ends.
+        await producer.send_and_wait("game.finished", ev.GameFinished(game_id=f"{tag}-f").SerializeToString(),
+                                     key=f"{tag}-f".encode())
+        await producer.send_and_wait("game.abandoned", ev.GameAbandoned(game_id=f"{tag}-a").SerializeToString(),
+                                     key=f"{tag}-a".encode())
+        await _eventually(lambda: many == [f"{tag}-f"] and single == [f"{tag}-a"])
+    finally:
+        await producer.stop()
+        await broker.stop()

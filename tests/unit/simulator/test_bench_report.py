@@ -90,7 +90,7 @@ def test_summary_prints_the_host_calibration_beside_the_figures() -> None:
     assert text.splitlines()[0].startswith("machine: 2 CPUs; compare runs by: 41.5 ns per Python loop step, "
                                            "a socket round trip 14.5 us on one CPU and 70.0 us across two")
     assert "1.2% of CPU time stolen by the host" in text
-    assert "kafka fetch wait" not in text
+    assert "kafka fetch wait" not in text and "kafka fetch min bytes" not in text
     assert text.splitlines()[-1] == "note: broker note"
 
 
@@ -101,10 +101,14 @@ def test_summary_prints_how_busy_the_machine_was_in_each_stage() -> None:
         "machine busy 181.5% of 200, 7.4% stolen by the host"]
 
 
-def test_summary_prints_each_consumer_process_fetch_wait_when_the_run_set_them() -> None:
+def test_summary_prints_each_consumer_process_fetch_wait_and_min_bytes_when_the_run_set_them() -> None:
     waits = {"rating": 100, "pairing": 20, "play site": 20}
-    report = Report(machine={"cpus": 2, "kafka_fetch_wait_ms": waits}, stages=[_stage(1000, 990.0, 950.0, 140.0)])
-    assert f"kafka fetch wait, ms per consumer process: {waits}" in summary(report).splitlines()
+    least = {"rating": 65536, "pairing": 1, "play site": 1}
+    report = Report(machine={"cpus": 2, "kafka_fetch_wait_ms": waits, "kafka_fetch_min_bytes": least},
+                    stages=[_stage(1000, 990.0, 950.0, 140.0)])
+    lines = summary(report).splitlines()
+    assert f"kafka fetch wait, ms per consumer process: {waits}" in lines
+    assert f"kafka fetch min bytes per consumer process: {least}" in lines
 
 
 def test_summary_says_how_often_the_rate_stages_published_their_results() -> None:

@@ -24,6 +24,10 @@ BENCH_FETCH_WAIT_MS = 20
 # for them too, 46-50% with 100 ms; the firehose rated 4,821 games/s on average against 4,989 (issue 9 note).
 OFF_PATH_SERVICES = ("clock", "arena", "rating", "openings")
 BENCH_OFF_PATH_FETCH_WAIT_MS = 100
+# Off the path, a fetch waits the whole wait unless a burst's worth of records is there already; not
+# the clock's, whose moves would wait the whole wait (6 s of competition time at x60) before being applied.
+BENCH_OFF_PATH_FETCH_MIN_BYTES = 64 * 1024
+FULLER_FETCH_SERVICES = ("arena", "rating", "openings")
 EMBEDDED_BROKER_NOTE = (
     "the embedded tansu keeps every produced batch and lists all of a partition's batches on each fetch "
     "that returns records, so its CPU grows from stage to stage at the same load and later stages pay more "
@@ -60,6 +64,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--off-path-fetch-wait-ms", type=int, default=BENCH_OFF_PATH_FETCH_WAIT_MS,
                         help=f"KAFKA_FETCH_MAX_WAIT_MS of {', '.join(OFF_PATH_SERVICES)}: no hop of result -> "
                              "next pairing, they poll less often and leave tansu's CPU to the measured path")
+    parser.add_argument("--off-path-fetch-min-bytes", type=int, default=BENCH_OFF_PATH_FETCH_MIN_BYTES,
+                        help=f"KAFKA_FETCH_MIN_BYTES of {', '.join(FULLER_FETCH_SERVICES)}: a fetch waits for this "
+                             "much, or the wait, before the broker answers (1 answers at the first record); "
+                             "fewer, fuller fetches, each of which tansu pays for")
     parser.add_argument("--burst-rounds", type=int, choices=range(1, 16), metavar="{1..15}",
                         help="whole rounds released one after the other in the burst stage (default 3; "
                              "its figures are their medians)")
@@ -127,10 +135,13 @@ def run(args: argparse.Namespace) -> int:
         # The in-process play site reads its Kafka settings from the environment too.
         os.environ.update(fetch_wait)
         off_path_wait = {"KAFKA_FETCH_MAX_WAIT_MS": str(args.off_path_fetch_wait_ms)}
+        fuller_fetches = {"KAFKA_FETCH_MIN_BYTES": str(args.off_path_fetch_min_bytes)}
+        off_path_env = {name: {**off_path_wait, **(fuller_fetches if name in FULLER_FETCH_SERVICES else {})}
+                        for name in OFF_PATH_SERVICES}
         stack = SystemStack(state_dir, time_scale=args.time_scale, free_ports=True, say=say,
                             database_name=f"arbiter_bench_{int(time.time())}",
                             extra_env={**fetch_wait, "EVENT_LOOP": args.event_loop}, auth=True,
-                            service_extra_env={name: off_path_wait for name in OFF_PATH_SERVICES})
+                            service_extra_env=off_path_env)
         try:
             stack.start_infrastructure()
             stack.start_services()
@@ -148,6 +159,10 @@ def run(args: argparse.Namespace) -> int:
             report = run_on(args.event_loop, lambda: run_bench(target, config, say))
             report.machine["kafka_fetch_wait_ms"] = {
                 name: args.off_path_fetch_wait_ms if name in OFF_PATH_SERVICES else args.fetch_wait_ms
+                for name in (*stack.services, "play site", "rating watch")
+            }
+            report.machine["kafka_fetch_min_bytes"] = {
+                name: args.off_path_fetch_min_bytes if name in FULLER_FETCH_SERVICES else 1
                 for name in (*stack.services, "play site", "rating watch")
             }
             if stack.kafka_embedded:
