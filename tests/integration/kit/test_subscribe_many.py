@@ -33,6 +33,15 @@ def _settings(infra_env) -> KitSettings:
     )
 
 
+def _collector(tag: str, into: list[str]):
+    """A batch handler keeping the game ids of this test's events (tagged) in `into`."""
+    async def collect(batch: list[ev.GameFinished] | list[ev.GameAbandoned]) -> str:
+        into.extend(e.game_id for e in batch if e.game_id.startswith(tag))
+        return "handled"
+
+    return collect
+
+
 def _setup(infra_env, service: str) -> tuple[KitSettings, str, Metrics, KafkaBroker]:
     """Settings, a tag for this test's game ids, and a broker whose metrics are the service's."""
     settings = _settings(infra_env)
@@ -93,21 +102,14 @@ async def test_a_record_that_does_not_parse_is_skipped_and_counted_not_redeliver
     batched: list[str] = []
     single: list[str] = []
 
-    async def on_many(batch: list[ev.GameFinished]) -> str:
-        many.extend(e.game_id for e in batch if e.game_id.startswith(tag))
-        return "handled"
-
-    async def on_batched(batch: list[ev.GameAbandoned]) -> str:
-        batched.extend(e.game_id for e in batch if e.game_id.startswith(tag))
-        return "handled"
-
     async def on_single(event: ev.TournamentCancelled) -> str:
         if event.tournament_id.startswith(tag):
             single.append(event.tournament_id)
         return "handled"
 
-    subscribe_many(broker, settings, metrics, {events.GAME_FINISHED: on_many}, f"kit-poison-many-{tag}")
-    subscribe(broker, settings, metrics, events.GAME_ABANDONED, f"kit-poison-batch-{tag}", on_batched, batch=True)
+    subscribe_many(broker, settings, metrics, {events.GAME_FINISHED: _collector(tag, many)}, f"kit-poison-many-{tag}")
+    subscribe(broker, settings, metrics, events.GAME_ABANDONED, f"kit-poison-batch-{tag}", _collector(tag, batched),
+              batch=True)
     subscribe(broker, settings, metrics, events.TOURNAMENT_CANCELLED, f"kit-poison-one-{tag}", on_single)
     await broker.start()
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers)
@@ -140,17 +142,11 @@ async def test_a_consumer_that_waits_for_more_bytes_still_gets_a_lone_record_whe
     many: list[str] = []
     single: list[str] = []
 
-    async def on_many(batch: list[ev.GameFinished]) -> str:
-        many.extend(e.game_id for e in batch if e.game_id.startswith(tag))
-        return "handled"
-
-    async def on_single(batch: list[ev.GameAbandoned]) -> str:
-        single.extend(e.game_id for e in batch if e.game_id.startswith(tag))
-        return "handled"
-
     subscribers = [
-        subscribe_many(broker, settings, metrics, {events.GAME_FINISHED: on_many}, f"kit-min-bytes-many-{tag}"),
-        subscribe(broker, settings, metrics, events.GAME_ABANDONED, f"kit-min-bytes-one-{tag}", on_single, batch=True),
+        subscribe_many(broker, settings, metrics, {events.GAME_FINISHED: _collector(tag, many)},
+                       f"kit-min-bytes-many-{tag}"),
+        subscribe(broker, settings, metrics, events.GAME_ABANDONED, f"kit-min-bytes-one-{tag}",
+                  _collector(tag, single), batch=True),
     ]
     await broker.start()
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers)
