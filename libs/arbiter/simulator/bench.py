@@ -1217,15 +1217,17 @@ def targets(report: Report) -> list[str]:
                  f"{rating_alone} games/s")
     if report.burst:
         b = report.burst
+        host = f"; last round: {_host_words(b['host'])}" if b.get("host") else ""
         lines.append(f"    a whole round of {b['results']} results at once: standings {b['standings_per_s']}/s, "
                      f"ratings {b['rated_per_s']}/s from its first publication (medians of "
-                     f"{len(b['rounds'])} rounds)")
+                     f"{len(b['rounds'])} rounds){host}")
     near = [s for s in report.stages if s["offered_results_per_s"] == 1000] or report.stages[-1:]
     for s in near:
         np = s["result_to_next_pairing_ms"]
+        host = f"; {_host_words(s['host'])}" if s.get("host") else ""
         lines.append(f"  p99 result -> next pairing <= 100 ms at 1,000 results/s: measured p99 {np['p99']} ms "
                      f"(p50 {np['p50']} ms) with {s['offered_results_per_s']}/s offered, "
-                     f"{s['results_per_s']}/s achieved")
+                     f"{s['results_per_s']}/s achieved{host}")
     return lines
 
 

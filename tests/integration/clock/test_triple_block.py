@@ -22,9 +22,10 @@ from arbiter.contracts import clock_pb2
 from arbiter.contracts import common_pb2 as common
 from tests.integration.clock.conftest import actor, eventually, launch, ms, open_tools, whole_ms
 
-# One competition day is ~173 real ms. White's tightest margin below (2.9 days, under Guaranteed
-# Time) is ~500 ms: room for the embedded broker holding a consumer's fetch for ~250 ms.
-TIME_SCALE = 500_000.0
+# One competition day is ~288 real ms. White's tightest margin below (2.9 days, under Guaranteed
+# Time) is ~840 ms: room for the embedded broker holding a consumer's fetch for ~250 ms and for a
+# stall of the host. At ~500 ms (x500,000) a host stealing a quarter of the CPU flagged white once.
+TIME_SCALE = 300_000.0
 DAY = 86_400
 
 

@@ -77,6 +77,13 @@ def test_targets_take_the_best_rate_through_pairing_and_the_stage_offered_1000()
     assert "p99 140.0 ms (p50 70.0 ms) with 1000/s offered, 990.0/s achieved" in lines[2]
 
 
+def test_the_p99_target_line_says_how_busy_the_machine_was_in_its_stage() -> None:
+    stage = {**_stage(1000, 990.0, 950.0, 140.0), "host": {"cores": 2, "busy_percent": 190.5, "stolen_percent": 6.0}}
+    lines = targets(Report(stages=[stage]))
+    assert lines[-1].endswith("990.0/s achieved; machine busy 190.5% of 200, 6.0% stolen by the host")
+    assert targets(Report(stages=[_stage(1000, 990.0, 950.0, 140.0)]))[-1].endswith("990.0/s achieved")
+
+
 def test_targets_fall_back_to_the_last_stage_when_none_was_offered_1000() -> None:
     lines = targets(Report(stages=[_stage(250, 250.0, 250.0, 80.0), _stage(500, 400.0, 390.0, 300.0)]))
     assert "with 500/s offered, 400.0/s achieved" in lines[-1]
@@ -97,7 +104,8 @@ def test_summary_prints_the_host_calibration_beside_the_figures() -> None:
 def test_summary_prints_how_busy_the_machine_was_in_each_stage() -> None:
     stage = {**_stage(1000, 990.0, 950.0, 140.0), "host": {"cores": 2, "busy_percent": 181.5, "stolen_percent": 7.4}}
     lines = summary(Report(machine={"cpus": 2}, stages=[_stage(500, 500.0, 500.0, 60.0), stage])).splitlines()
-    assert [line.strip() for line in lines if "machine busy" in line] == [
+    # Under its stage's row of the table (and once more on the target line of the 1,000/s stage).
+    assert [line.strip() for line in lines if line.strip().startswith("machine busy")] == [
         "machine busy 181.5% of 200, 7.4% stolen by the host"]
 
 
