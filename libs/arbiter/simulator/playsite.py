@@ -768,7 +768,8 @@ class PlaySite:
         # As a player sees the halved clock before moving: a first move that reached the clock before
         # the arena's BoostTaken would leave the boost uncharged (AR-5), and the game unboosted.
         if self._clock is not None:
-            await self._clock_shows(live, lambda: player_id in live.clock_boosted)
+            await self._clock_shows(live, lambda: player_id in live.clock_boosted,
+                                    time.monotonic() + self.config.call_timeout_seconds)
 
     async def _refuel(self, live: LiveGame, player_id: str) -> None:
         """TB-3: move bank time to the clock during the own turn, once the clock knows that turn began.
@@ -783,7 +784,7 @@ class PlaySite:
             return
         give_up = time.monotonic() + self.config.call_timeout_seconds
         # Without word from the clock it is tried anyway: the clock's answer says why it refuses.
-        await self._clock_shows(live, lambda: live.clock_ply >= live.plies)
+        await self._clock_shows(live, lambda: live.clock_ply >= live.plies, give_up)
         while not live.end.is_set():
             try:
                 await self._clock.Refuel(clock_pb2.RefuelRequest(
@@ -800,9 +801,8 @@ class PlaySite:
             self.stats.refuels += 1
             return
 
-    async def _clock_shows(self, live: LiveGame, shown: Callable[[], bool]) -> None:
-        """Wait until the game's ClockStates make `shown()` true, the game ends or `call_timeout_seconds` pass."""
-        give_up = time.monotonic() + self.config.call_timeout_seconds
+    async def _clock_shows(self, live: LiveGame, shown: Callable[[], bool], give_up: float) -> None:
+        """Wait until the game's ClockStates make `shown()` true, the game ends or `give_up` (monotonic) passes."""
         news = live.clock_news = live.clock_news or asyncio.Event()
         while True:
             news.clear()  # before the look: a state arriving after it sets the event again

@@ -157,14 +157,13 @@ def run(args: argparse.Namespace) -> int:
                 consumer_groups=stack.consumer_groups(),
             )
             report = run_on(args.event_loop, lambda: run_bench(target, config, say))
+            # What each consumer process was given: the services' own settings, the in-process readers' shared ones.
+            given = {name: {**fetch_wait, **off_path_env.get(name, {})}
+                     for name in (*stack.services, "play site", "rating watch")}
             report.machine["kafka_fetch_wait_ms"] = {
-                name: args.off_path_fetch_wait_ms if name in OFF_PATH_SERVICES else args.fetch_wait_ms
-                for name in (*stack.services, "play site", "rating watch")
-            }
+                name: int(env["KAFKA_FETCH_MAX_WAIT_MS"]) for name, env in given.items()}
             report.machine["kafka_fetch_min_bytes"] = {
-                name: args.off_path_fetch_min_bytes if name in FULLER_FETCH_SERVICES else 1
-                for name in (*stack.services, "play site", "rating watch")
-            }
+                name: int(env.get("KAFKA_FETCH_MIN_BYTES", 1)) for name, env in given.items()}
             if stack.kafka_embedded:
                 report.notes.append(EMBEDDED_BROKER_NOTE)
         except KeyboardInterrupt:
