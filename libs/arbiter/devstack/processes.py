@@ -7,9 +7,13 @@ import random
 import signal
 import socket
 import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+
+from arbiter.kit.eventloop import STOP_SIGNALS
 
 
 # Ports handed out start here: above the well-known servers a machine of this kind runs (5432,
@@ -78,6 +82,34 @@ def wait_for_port(host: str, port: int, timeout: float, process: ManagedProcess 
             raise RuntimeError(f"{process.name} exited with {process.returncode()}; see {process.log_path}")
         time.sleep(0.05)
     raise TimeoutError(f"nothing listens on {host}:{port} after {timeout:.0f} s")
+
+
+@contextmanager
+def signals_deferred(say: Callable[[str], None]) -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM until the block ends, then deliver the first one held.
+
+    The children run in sessions of their own, so they never see the operator's Ctrl-C: a second
+    one cut a stop short and left servers running with nobody to stop them. Only the main thread
+    can set handlers; elsewhere the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, _frame: object) -> None:
+        if not held:
+            say("already stopping: waiting for every process to end")
+        held.append(signum)
+
+    previous = {sig: signal.signal(sig, hold) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if held:
+            signal.raise_signal(held[0])
 
 
 class ManagedProcess:

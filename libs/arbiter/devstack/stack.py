@@ -18,7 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from arbiter.devstack.infra import (
     EmbeddedPostgres, create_database, postgres_reachable, redis_reachable, start_redis, start_tansu,
 )
-from arbiter.devstack.processes import ManagedProcess, free_port, port_open
+from arbiter.devstack.processes import ManagedProcess, free_port, port_open, signals_deferred
 
 # Start order: the services others call come first.
 SERVICE_NAMES = ("openings", "rating", "clock", "arena", "pairing")
@@ -227,17 +227,18 @@ class SystemStack:
         return time.monotonic() - started
 
     def stop(self) -> None:
-        """Stop services (SIGINT, then SIGKILL after a grace), then infrastructure."""
-        for name in reversed(SERVICE_NAMES):
-            service = self.services.get(name)
-            if service is not None and service.process is not None:
-                service.process.stop()
-        for process in reversed(self._infra):
-            process.stop()
-        self._infra.clear()
-        if self._postgres is not None:
-            self._postgres.stop()
-            self._postgres = None
+        """Stop services (SIGINT, then SIGKILL after a grace), then infrastructure; a Ctrl-C meanwhile waits for the end."""
+        with signals_deferred(self.say):
+            for name in reversed(SERVICE_NAMES):
+                service = self.services.get(name)
+                if service is not None and service.process is not None:
+                    service.process.stop()
+            for process in reversed(self._infra):
+                process.stop()
+            self._infra.clear()
+            if self._postgres is not None:
+                self._postgres.stop()
+                self._postgres = None
 
     def __enter__(self) -> SystemStack:
         return self

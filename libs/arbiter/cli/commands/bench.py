@@ -13,7 +13,7 @@ from dataclasses import asdict, replace
 from datetime import datetime
 from pathlib import Path
 
-from arbiter.kit.eventloop import DEFAULT_EVENT_LOOP, EVENT_LOOPS, run_on
+from arbiter.kit.eventloop import DEFAULT_EVENT_LOOP, EVENT_LOOPS, interrupt_once, run_stoppable
 
 BENCH_TIME_SCALE = 60.0
 # Per Kafka hop on tansu the latency is spread evenly over the fetch wait: 20 ms keeps it below the targets.
@@ -142,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
                             database_name=f"arbiter_bench_{int(time.time())}",
                             extra_env={**fetch_wait, "EVENT_LOOP": args.event_loop}, auth=True,
                             service_extra_env=off_path_env)
+        interrupt_once()
         try:
             stack.start_infrastructure()
             stack.start_services()
@@ -156,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
                 auth_signing_key=stack.auth_signing_key, watch_fetch_wait_ms=args.fetch_wait_ms,
                 consumer_groups=stack.consumer_groups(),
             )
-            report = run_on(args.event_loop, lambda: run_bench(target, config, say))
+            report = run_stoppable(args.event_loop, lambda: run_bench(target, config, say))
             # What each consumer process was given: the services' own settings, the in-process readers' shared ones.
             given = {name: {**fetch_wait, **off_path_env.get(name, {})}
                      for name in (*stack.services, "play site", "rating watch")}

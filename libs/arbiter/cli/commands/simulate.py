@@ -8,7 +8,7 @@ import os
 import sys
 from datetime import datetime
 
-from arbiter.kit.eventloop import DEFAULT_EVENT_LOOP, run_on
+from arbiter.kit.eventloop import DEFAULT_EVENT_LOOP, run_stoppable
 from arbiter.kit.timesource import TimeSource
 from arbiter.simulator.run import RunOptions, print_final, quiet_client_logs, run_scenario
 from arbiter.simulator.scenario import SCENARIOS, Addresses, run_failed
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
                           auth_signing_key=os.environ.get("AUTH_SIGNING_KEY", ""))
     options = RunOptions(seed=args.seed, think_seconds=tuple(args.think), timeout=args.timeout,
                          live=not (args.json or args.no_live), bots=args.bots, prefix=args.prefix)
-    report, runner = run_on(DEFAULT_EVENT_LOOP, lambda: run_scenario(
+    report, runner = run_stoppable(DEFAULT_EVENT_LOOP, lambda: run_scenario(
         SCENARIOS[args.scenario](), addresses, args.kafka, time_source, options))
     if args.json:
         print(json.dumps(report, indent=2))

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
 from arbiter.devstack.stack import SystemStack
-from arbiter.kit.eventloop import DEFAULT_EVENT_LOOP, run_on
+from arbiter.kit.eventloop import DEFAULT_EVENT_LOOP, interrupt_once, run_stoppable
 
 # The demo plays about an hour of competition time; at 40x it takes a minute or two of wall time.
 DEMO_TIME_SCALE = 40.0
@@ -49,10 +48,7 @@ def run(args: argparse.Namespace) -> int:
     stack = SystemStack(args.state_dir.resolve(), time_scale=scale, free_ports=args.free_ports, say=say,
                         auth=not args.no_auth)
 
-    def on_signal(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_signal)
+    interrupt_once()
     code = 0
     try:
         stack.start_infrastructure()
@@ -119,7 +115,7 @@ def _demo(stack: SystemStack, args: argparse.Namespace, started: float) -> dict:
     tag = _base36(int(time.time()) // 10 % 36**3).rjust(3, "0")
     options = RunOptions(seed=args.seed, live=not args.json, prefix=f"{tag}-", timeout=900.0)
     out = sys.stderr if args.json else sys.stdout
-    report, runner = run_on(DEFAULT_EVENT_LOOP, lambda: run_scenario(
+    report, runner = run_stoppable(DEFAULT_EVENT_LOOP, lambda: run_scenario(
         demo_scenario(), addresses, stack.kafka_bootstrap, time_source, options, out=out))
     print_final(runner, out=out)
     print(f"demo finished in {time.monotonic() - started:.0f} s of wall time (start-up included)", file=out)
