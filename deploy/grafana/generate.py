@@ -242,14 +242,20 @@ def kit_rows(group: tuple[str, ...] = ()) -> tuple[Row, ...]:
     outbox = Row("Outbox, timers and retention", (
         Panel("Outbox pending", (Query(
             f"max by ({_by(group) or 'service'}) (arbiter_outbox_pending{{$sel}})",
-            _legend(group) or "pending"),), unit="short", width=8,
+            _legend(group) or "pending"),), unit="short", width=6,
               description="Saved events not yet published (one relay per schema holds the advisory lock)."),
+        Panel("Events set aside by topic", (Query(
+            f"sum by ({_by(group, 'topic')}) (arbiter_outbox_set_aside_total{{$sel}})",
+            _legend(group, "topic")),), unit="short", width=6,
+              description="Events the broker can never take as they are (larger than KAFKA_MAX_MESSAGE_BYTES),"
+                          " moved to the schema's outbox_set_aside table so that later events still go out."
+                          " Any rise needs an operator: deploy/README.md says how to send them again."),
         Panel("Timers fired by kind", (Query(
             f"sum by ({_by(group, 'kind')}) (rate(arbiter_timers_fired_total{{$sel}}{RATE}))",
-            _legend(group, "kind")),), unit="ops", width=8),
+            _legend(group, "kind")),), unit="ops", width=6),
         Panel("Rows deleted by retention, by table", (Query(
             f"sum by ({_by(group, 'table')}) (rate(arbiter_retention_deleted_total{{$sel}}{RATE}))",
-            _legend(group, "table")),), unit="ops", width=8,
+            _legend(group, "table")),), unit="ops", width=6,
               description="Processed-event ids older than PROCESSED_EVENTS_RETENTION_HOURS (8 days by default),"
                           " deleted every RETENTION_SWEEP_SECONDS: bursts, not a steady rate, and none while the"
                           " system is younger than the retention."),

@@ -19,9 +19,9 @@ from google.protobuf.message import DecodeError, Message
 
 from arbiter.kit.events import ALL_TOPICS, Topic
 from arbiter.kit.metrics import Metrics
-from arbiter.kit.outbox import OutboxRecord
+from arbiter.kit.outbox import OutboxRecord, UnpublishableEvent
 from arbiter.kit.pause import pause
-from arbiter.kit.settings import KitSettings
+from arbiter.kit.settings import BROKER_MAX_MESSAGE_BYTES, KitSettings
 
 log = logging.getLogger(__name__)
 
@@ -209,14 +209,17 @@ def partition_for_key(key: bytes, partitions: Sequence[int]) -> int:
     return DefaultPartitioner()(key, partitions, partitions)
 
 
-def outbox_publisher(producer: AIOKafkaProducer) -> Callable[[Sequence[OutboxRecord]], Awaitable[None]]:
+def outbox_publisher(producer: AIOKafkaProducer, max_message_bytes: int = BROKER_MAX_MESSAGE_BYTES,
+                     ) -> Callable[[Sequence[OutboxRecord]], Awaitable[None]]:
     """Publish outbox records with their key and event headers, waiting for every acknowledgement.
 
     Records go straight to aiokafka as whole batches per partition: the relay is on every state
     change's path, and a `send` per record (partitioning, accumulator bookkeeping) was a quarter
     of the rating service's CPU. Partitions are chosen like `send` chooses them (murmur2 of the
     key over all partitions), so an aggregate's events land on one partition whoever publishes
-    them, and records keep their outbox order within a partition.
+    them, and records keep their outbox order within a partition. A batch takes any first record,
+    however large: one whose batch alone would exceed the broker's `max_message_bytes` raises
+    UnpublishableEvent, once the batches sent before it are acknowledged or failed.
     """
     async def publish(records: Sequence[OutboxRecord]) -> None:
         partitions_of: dict[str, list[int]] = {}
@@ -236,8 +239,12 @@ def outbox_publisher(producer: AIOKafkaProducer) -> Callable[[Sequence[OutboxRec
                 if batch.append(key=key, value=record.payload, timestamp=None, headers=headers) is None:
                     deliveries.append(await producer.send_batch(batch, topic, partition=partition))
                     batch = producer.create_batch()
-                    if batch.append(key=key, value=record.payload, timestamp=None, headers=headers) is None:
-                        raise ValueError(f"event {record.event_id} is larger than a whole producer batch")
+                    batch.append(key=key, value=record.payload, timestamp=None, headers=headers)
+                if batch.record_count() == 1 and batch.size() > max_message_bytes:
+                    # What went out before it is waited for: no delivery is left unawaited.
+                    await asyncio.gather(*deliveries, return_exceptions=True)
+                    raise UnpublishableEvent(record, f"a record batch of {batch.size()} bytes for it alone, more than "
+                                                     f"the broker takes (KAFKA_MAX_MESSAGE_BYTES {max_message_bytes})")
             deliveries.append(await producer.send_batch(batch, topic, partition=partition))
         await asyncio.gather(*deliveries)
 

@@ -54,6 +54,10 @@ class Metrics:
         self.outbox_pending = Gauge(
             "arbiter_outbox_pending", "Outbox events not yet published", ["service"], registry=self.registry,
         )
+        self.outbox_set_aside = Counter(
+            "arbiter_outbox_set_aside_total", "Events Kafka can never take as they are, set aside unpublished",
+            ["service", "topic"], registry=self.registry,
+        )
         self.consumer_lag = Gauge(
             "arbiter_consumer_lag", "Records between this replica's read position and the partition end, as of its last fetch",
             ["service", "topic", "partition"], registry=self.registry,

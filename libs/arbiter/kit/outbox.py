@@ -35,6 +35,15 @@ class OutboxRecord:
 Publisher = Callable[[Sequence[OutboxRecord]], Awaitable[None]]
 
 
+class UnpublishableEvent(Exception):
+    """An event Kafka can never take as it is: publishing it again would fail the same way."""
+
+    def __init__(self, record: OutboxRecord, reason: str) -> None:
+        super().__init__(f"event {record.event_id} on {record.topic} cannot be published: {reason}")
+        self.record = record
+        self.reason = reason
+
+
 def record_of(event: Message) -> OutboxRecord:
     """A stamped event as a record for a batch publisher, never stored (id 0)."""
     topic = topic_of(event)
@@ -86,7 +95,8 @@ class OutboxRelay:
     A crash between publish and delete publishes again on restart: delivery is
     at-least-once and consumers deduplicate on the event id. One relay per schema runs at a
     time, the one holding the schema's advisory lock: that keeps the per-key order of the
-    table on Kafka.
+    table on Kafka. An event Kafka can never take is moved to `outbox_set_aside`, counted and
+    logged: retried forever it would hold back every event saved after it.
     """
 
     def __init__(
@@ -187,17 +197,25 @@ class OutboxRelay:
 
     async def _relay_batch(self, connection: asyncpg.Connection) -> int:
         """Publish the oldest saved events and delete them; `connection` holds the schema's lock."""
-        rows = await connection.fetch(
-            "SELECT id, topic, key, payload, event_id, event_type FROM outbox ORDER BY id LIMIT $1",
-            self.batch_size,
-        )
-        pending = self.metrics.outbox_pending.labels(self.metrics.service)
-        if not rows:
-            pending.set(0)
-            return 0
-        # Positional, in the SELECT's (and the dataclass's) column order: a dict per row cost more than the rest.
-        records = [OutboxRecord(*row) for row in rows]
-        await self.publish(records)
+        while True:
+            rows = await connection.fetch(
+                "SELECT id, topic, key, payload, event_id, event_type FROM outbox ORDER BY id LIMIT $1",
+                self.batch_size,
+            )
+            pending = self.metrics.outbox_pending.labels(self.metrics.service)
+            if not rows:
+                pending.set(0)
+                return 0
+            # Positional, in the SELECT's (and the dataclass's) column order: a dict per row cost more than the rest.
+            records = [OutboxRecord(*row) for row in rows]
+            try:
+                await self.publish(records)
+            except UnpublishableEvent as unpublishable:
+                # The events of the batch before it may be out already: read again, they go out again
+                # (at-least-once), and in their order.
+                await self._set_aside(connection, unpublishable)
+                continue
+            break
         await connection.execute("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [r.id for r in records])
         if len(records) < self.batch_size:
             pending.set(0)
@@ -208,6 +226,21 @@ class OutboxRelay:
         for topic, count in Counter(record.topic for record in records).items():
             self.metrics.events_published.labels(self.metrics.service, topic).inc(count)
         return len(records)
+
+    async def _set_aside(self, connection: asyncpg.Connection, unpublishable: UnpublishableEvent) -> None:
+        """Move the event out of the outbox, with the reason, in one statement."""
+        record = unpublishable.record
+        await connection.execute(
+            "WITH taken AS (DELETE FROM outbox WHERE id = $1"
+            " RETURNING id, topic, key, payload, event_id, event_type, created_at)"
+            " INSERT INTO outbox_set_aside (id, topic, key, payload, event_id, event_type, created_at, reason)"
+            " SELECT id, topic, key, payload, event_id, event_type, created_at, $2 FROM taken",
+            record.id, unpublishable.reason,
+        )
+        self.metrics.outbox_set_aside.labels(self.metrics.service, record.topic).inc()
+        log.error("event set aside: Kafka cannot take it (deploy/README.md: sending set-aside events again)",
+                  extra={"event_id": record.event_id, "topic": record.topic, "outbox_id": record.id,
+                         "reason": unpublishable.reason})
 
     def _notified(self, *_: object) -> None:
         self._wake.set()

@@ -5,10 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypeVar
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from arbiter.kit.eventloop import DEFAULT_EVENT_LOOP, EventLoop
+
+
+# Apache Kafka's default message.max.bytes: the largest record batch a broker takes.
+BROKER_MAX_MESSAGE_BYTES = 1_048_588
 
 
 class KitSettings(BaseSettings):
@@ -55,6 +59,10 @@ class KitSettings(BaseSettings):
     # requests, and on tansu, whose every fetch lists a partition's stored batches, less work for
     # each later fetch. Apache Kafka takes batches up to its message.max.bytes (1 MiB by default).
     kafka_producer_batch_bytes: int = Field(default=512 * 1024, ge=16 * 1024, le=1024 * 1024)
+    # The broker's message.max.bytes (Apache Kafka's default). A batch never holds more than the bytes
+    # above, except one holding a single larger event: one larger than this the broker would refuse
+    # each time, so the outbox relay sets it aside rather than retry it and hold back every later event.
+    kafka_max_message_bytes: int = Field(default=BROKER_MAX_MESSAGE_BYTES, ge=16 * 1024)
     db_pool_min: int = Field(default=1, ge=1)
     db_pool_max: int = Field(default=10, ge=1)
     grpc_grace_seconds: float = Field(default=5.0, ge=0)
@@ -76,6 +84,14 @@ class KitSettings(BaseSettings):
     gc_young_threshold: int = Field(default=20_000, ge=0)
     # uvloop runs the sockets in C (arbiter.kit.eventloop); `asyncio` is the standard library's loop.
     event_loop: EventLoop = DEFAULT_EVENT_LOOP
+
+    @model_validator(mode="after")
+    def _batches_fit_the_broker(self) -> KitSettings:
+        if self.kafka_producer_batch_bytes > self.kafka_max_message_bytes:
+            raise ValueError(
+                f"KAFKA_PRODUCER_BATCH_BYTES ({self.kafka_producer_batch_bytes}) is larger than "
+                f"KAFKA_MAX_MESSAGE_BYTES ({self.kafka_max_message_bytes}): the broker would refuse full batches")
+        return self
 
 
 # A Watch stream may fall this many changes behind its client before it is dropped (kit.watch).
@@ -108,7 +124,8 @@ def load_settings(settings_class: type[SettingsT], **overrides: object) -> Setti
         problems = []
         for issue in error.errors():
             name = "_".join(str(part) for part in issue["loc"]).upper()
-            problems.append(f"  {name}: {issue['msg']}")
+            # A rule between variables has no single variable to name: its message names them.
+            problems.append(f"  {name}: {issue['msg']}" if name else f"  {issue['msg']}")
         raise SettingsError(
             f"{settings_class.__name__}: invalid or missing environment variables:\n" + "\n".join(problems)
         ) from None

@@ -11,15 +11,19 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import asyncpg
 import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError
 
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.db import create_pool, migrate
 from arbiter.kit.metrics import Metrics
-from arbiter.kit.outbox import Outbox, OutboxRecord, OutboxRelay
+from arbiter.kit.kafka import outbox_publisher
+from arbiter.kit.outbox import Outbox, OutboxRecord, OutboxRelay, UnpublishableEvent
 from arbiter.kit.timesource import TimeSource
 
 
@@ -259,3 +263,104 @@ async def test_a_relay_that_cannot_give_the_lock_back_closes_its_connection(tabl
     while await lock_holders(pool, schema):
         assert loop.time() < deadline, "a closed relay connection still holds the schema's lock"
         await asyncio.sleep(0.05)
+
+
+async def set_aside_rows(pool) -> list[asyncpg.Record]:
+    return await pool.fetch("SELECT id, key, event_id, reason FROM outbox_set_aside ORDER BY id")
+
+
+async def test_an_event_kafka_can_never_take_is_set_aside_and_the_later_ones_still_go_out(table: Table) -> None:
+    """Retried forever it would hold back every later event of the service (and end the relay, hence the service)."""
+    pool, schema, outbox = table.pool, table.schema, table.outbox
+    recorder = Recorder()
+
+    broker_takes_it = False
+
+    async def refusing_g3(records: Sequence[OutboxRecord]) -> None:
+        # Like the Kafka publisher: what comes before the refused record may be out already.
+        for index, record in enumerate(records):
+            if record.key == "g-3" and not broker_takes_it:
+                await recorder.publisher("a")(records[:index])
+                raise UnpublishableEvent(record, "70000 bytes, more than a whole producer batch")
+        await recorder.publisher("a")(records)
+
+    metrics = Metrics(schema)
+    relay = OutboxRelay(pool, schema, refusing_g3, metrics, poll_seconds=0.1)
+    stop = asyncio.Event()
+    task = asyncio.create_task(relay.run(stop))
+    try:
+        await add_events(pool, outbox, ["g-1", "g-2", "g-3", "g-4", "g-5"])
+        await wait_for(lambda: "g-5" in {record.key for _, record in recorder.published})
+        assert not task.done()
+    finally:
+        stop.set()
+        await task
+    keys = [record.key for _, record in recorder.published]
+    assert list(dict.fromkeys(keys)) == ["g-1", "g-2", "g-4", "g-5"]
+    assert await pool.fetchval("SELECT count(*) FROM outbox") == 0
+    [aside] = await set_aside_rows(pool)
+    assert aside["key"] == "g-3" and aside["event_id"]
+    assert aside["reason"] == "70000 bytes, more than a whole producer batch"
+    assert metrics.registry.get_sample_value(
+        "arbiter_outbox_set_aside_total", {"service": schema, "topic": "game.requested"}) == 1
+
+    # The operator's look and way back (deploy/README.md), once the broker takes it: the relay sends it.
+    [looked_at] = await pool.fetch(documented_sql("To look at them").replace("<schema>", f'"{schema}"'))
+    assert (looked_at["key"], looked_at["reason"]) == ("g-3", aside["reason"])
+    broker_takes_it = True
+    await pool.execute(documented_sql("send them again").replace("<schema>", f'"{schema}"'))
+    assert await set_aside_rows(pool) == []
+    assert await OutboxRelay(pool, schema, refusing_g3, metrics).relay_once() == 1
+    assert recorder.published[-1][1].key == "g-3"
+
+
+def documented_sql(after: str) -> str:
+    """The first SQL block of deploy/README.md after the words `after`."""
+    text = (Path(__file__).resolve().parents[3] / "deploy" / "README.md").read_text()
+    return text[text.index(after):].split("```sql\n", 1)[1].split("```", 1)[0]
+
+
+async def test_the_kafka_publisher_refuses_an_event_larger_than_a_batch_and_the_relay_sets_it_aside(
+    table: Table, infra_env: dict[str, str],
+) -> None:
+    pool, schema = table.pool, table.schema
+    bootstrap = infra_env["KAFKA_BOOTSTRAP_SERVERS"]
+    topic = f"kit.set_aside.{uuid.uuid4().hex[:8]}"
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
+    finally:
+        await admin.close()
+    sizes = {"small-1": 100, "huge": 40_000, "small-2": 100, "small-3": 9_000}
+    await pool.executemany(
+        "INSERT INTO outbox (topic, key, payload, event_id, event_type) VALUES ($1, $2, $3, $4, 'Test')",
+        [(topic, key, bytes(size), f"e-{key}") for key, size in sizes.items()],
+    )
+    # Batches of up to 16 KiB; the broker takes 20,000 bytes: only the huge one alone is too large.
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, max_batch_size=16 * 1024)
+    await producer.start()
+    metrics = Metrics(schema)
+    try:
+        assert await OutboxRelay(pool, schema, outbox_publisher(producer, 20_000), metrics).relay_once() == 3
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None)
+    await consumer.start()
+    seen: list[str] = []
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while "small-3" not in seen:
+            assert loop.time() < deadline, f"only {seen} arrived"
+            for batch in (await consumer.getmany(timeout_ms=500)).values():
+                seen.extend(message.key.decode() for message in batch)
+    finally:
+        await consumer.stop()
+    # small-1 may go out twice (once before the huge one was refused, once after): never the huge one.
+    assert list(dict.fromkeys(seen)) == ["small-1", "small-2", "small-3"]
+    [aside] = await set_aside_rows(pool)
+    assert (aside["key"], aside["event_id"]) == ("huge", "e-huge")
+    assert aside["reason"].startswith("a record batch of 401") and "KAFKA_MAX_MESSAGE_BYTES 20000" in aside["reason"]
+    assert await pool.fetchval("SELECT count(*) FROM outbox") == 0
+    assert metrics.registry.get_sample_value("arbiter_outbox_set_aside_total", {"service": schema, "topic": topic}) == 1
