@@ -16,13 +16,13 @@ from pathlib import Path
 import asyncpg
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError
 
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.db import create_pool, migrate
 from arbiter.kit.metrics import Metrics
-from arbiter.kit.kafka import outbox_publisher
+from arbiter.kit.events import Topic
+from arbiter.kit.kafka import ensure_topics, outbox_publisher
 from arbiter.kit.outbox import Outbox, OutboxRecord, OutboxRelay, UnpublishableEvent
 from arbiter.kit.timesource import TimeSource
 
@@ -326,12 +326,7 @@ async def test_the_kafka_publisher_refuses_an_event_larger_than_a_batch_and_the_
     pool, schema = table.pool, table.schema
     bootstrap = infra_env["KAFKA_BOOTSTRAP_SERVERS"]
     topic = f"kit.set_aside.{uuid.uuid4().hex[:8]}"
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
-    finally:
-        await admin.close()
+    await ensure_topics(bootstrap, 1, [Topic(topic, ev.GameRequested, "game_id")])
     sizes = {"small-1": 100, "huge": 40_000, "small-2": 100, "small-3": 9_000}
     await pool.executemany(
         "INSERT INTO outbox (topic, key, payload, event_id, event_type) VALUES ($1, $2, $3, $4, 'Test')",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -13,14 +12,7 @@ from arbiter.devstack.processes import signals_deferred
 from arbiter.kit.eventloop import STOP_SIGNALS
 
 
-@pytest.fixture(autouse=True)
-def handlers_restored() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("signal handlers can only be set in the main thread")
-    saved = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
-    yield
-    for sig, handler in saved.items():
-        signal.signal(sig, handler)
+pytestmark = pytest.mark.usefixtures("stop_signal_handlers")
 
 
 def _recording(received: list[int]) -> None:

@@ -5,22 +5,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import threading
-from collections.abc import Iterator
 
 import pytest
 
 from arbiter.kit.eventloop import EVENT_LOOPS, STOP_SIGNALS, EventLoop, interrupt_once, run_stoppable
 
 
-@pytest.fixture(autouse=True)
-def handlers_restored() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("signal handlers can only be set in the main thread")
-    saved = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
-    yield
-    for sig, handler in saved.items():
-        signal.signal(sig, handler)
+pytestmark = pytest.mark.usefixtures("stop_signal_handlers")
 
 
 @pytest.mark.parametrize("first", STOP_SIGNALS)

@@ -1,0 +1,22 @@
+"""Fixtures shared by unit tests of more than one folder."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from arbiter.kit.eventloop import STOP_SIGNALS
+
+
+@pytest.fixture
+def stop_signal_handlers() -> Iterator[None]:
+    """Ctrl-C's and SIGTERM's handlers as they were, whatever the test set; skipped off the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers can only be set in the main thread")
+    saved = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
