@@ -94,6 +94,5 @@ async def _cancelled_by_signals(main: Callable[[], Coroutine[Any, Any, T]]) -> T
     finally:
         for sig, handler in hooked.items():
             loop.remove_signal_handler(sig)
-            signal.signal(sig, handler)
-        if signalled:
-            _ignore_later_stop_signals()
+            # After a signal the process is stopping: a later one must not cut its stop short.
+            signal.signal(sig, _stopping_already if signalled else handler)

@@ -197,12 +197,12 @@ class OutboxRelay:
 
     async def _relay_batch(self, connection: asyncpg.Connection) -> int:
         """Publish the oldest saved events and delete them; `connection` holds the schema's lock."""
+        pending = self.metrics.outbox_pending.labels(self.metrics.service)
         while True:
             rows = await connection.fetch(
                 "SELECT id, topic, key, payload, event_id, event_type FROM outbox ORDER BY id LIMIT $1",
                 self.batch_size,
             )
-            pending = self.metrics.outbox_pending.labels(self.metrics.service)
             if not rows:
                 pending.set(0)
                 return 0

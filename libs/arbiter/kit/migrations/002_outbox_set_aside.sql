@@ -1,5 +1,6 @@
--- Events Kafka can never take as they are (larger than a whole producer batch), moved here by the
--- relay so that the events saved after them still go out. deploy/README.md says how to send them again.
+-- Events the broker can never take as they are (a record batch of one larger than its
+-- message.max.bytes, KAFKA_MAX_MESSAGE_BYTES), moved here by the relay so that the events saved
+-- after them still go out. deploy/README.md says how to send them again.
 CREATE TABLE outbox_set_aside (
     id          bigint      PRIMARY KEY,
     topic       text        NOT NULL,
