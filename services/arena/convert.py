@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Final
 
 from arbiter.clocks.speed import Speed
@@ -48,6 +49,31 @@ def board_rows(rows: Sequence[BoardRow]) -> list[ap.LeaderboardRow]:
                           games=r.record.games, streak=r.record.streak, playing=r.playing)
         for r in rows
     ]
+
+
+def finished_event(arena_id: str, rows: Sequence[LeaderboardRow], finished_at: datetime,
+                   max_bytes: int) -> ev.ArenaFinished:
+    """ArenaFinished with every player counted and the top standings that keep it within `max_bytes`.
+
+    An arena takes any number of players; the event must still reach the broker, which refuses a
+    message over its limit (the rest of the standings stay readable with GetLeaderboard).
+    """
+    event = ev.ArenaFinished(arena_id=arena_id, finished_at=timestamp(finished_at), total_players=len(rows))
+    size = event.ByteSize()
+    kept = []
+    for row in standing_rows(rows):
+        row_bytes = row.ByteSize()
+        # Field 3 of the event: a one-byte tag, the row's length as a varint, then the row.
+        size += 1 + _varint_bytes(row_bytes) + row_bytes
+        if size > max_bytes:
+            break
+        kept.append(row)
+    event.standings.extend(kept)
+    return event
+
+
+def _varint_bytes(value: int) -> int:
+    return max(1, (value.bit_length() + 6) // 7)
 
 
 def standing_rows(rows: Sequence[LeaderboardRow]) -> list[ev.StandingRow]:

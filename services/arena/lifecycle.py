@@ -7,14 +7,12 @@ from datetime import datetime
 import asyncpg
 
 from arbiter.competition.arena import recompute_leaderboard
-from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.creators import release_creator_slot
-from arbiter.kit.events import timestamp
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timers import Timer
 from arbiter.kit.timesource import TimeSource
 from services.arena import store
-from services.arena.convert import standing_rows
+from services.arena.convert import finished_event
 from services.arena.hot import HotStore
 
 START_TIMER = "arena-start"
@@ -47,7 +45,8 @@ async def finish_if_done(connection: asyncpg.Connection, outbox: Outbox, arena_i
     standings = recompute_leaderboard(store.finished_games_in_scoring_order(games),
                                       [p["player_id"] for p in players])
     await connection.execute("UPDATE arenas SET state = 'finished', finished_at = $2 WHERE id = $1", arena_id, now)
-    event = ev.ArenaFinished(arena_id=arena_id, standings=standing_rows(standings), finished_at=timestamp(now))
+    # Half the broker's limit leaves room for the meta stamped next and the record's framing.
+    event = finished_event(arena_id, standings, now, outbox.max_message_bytes // 2)
     event.meta.event_id = f"{arena_id}/finished"
     await outbox.add(connection, event)
     # the creator may open another competition.

@@ -331,16 +331,18 @@ class ArenaCreated(_message.Message):
     def __init__(self, meta: _Optional[_Union[_common_pb2.EventMeta, _Mapping]] = ..., arena_id: _Optional[str] = ..., creator_id: _Optional[str] = ..., name: _Optional[str] = ..., variant: _Optional[str] = ..., speed: _Optional[_Union[_common_pb2.Speed, str]] = ..., starts_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ends_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., rated: _Optional[bool] = ...) -> None: ...
 
 class ArenaFinished(_message.Message):
-    __slots__ = ("meta", "arena_id", "standings", "finished_at")
+    __slots__ = ("meta", "arena_id", "standings", "finished_at", "total_players")
     META_FIELD_NUMBER: _ClassVar[int]
     ARENA_ID_FIELD_NUMBER: _ClassVar[int]
     STANDINGS_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_PLAYERS_FIELD_NUMBER: _ClassVar[int]
     meta: _common_pb2.EventMeta
     arena_id: str
     standings: _containers.RepeatedCompositeFieldContainer[StandingRow]
     finished_at: _timestamp_pb2.Timestamp
-    def __init__(self, meta: _Optional[_Union[_common_pb2.EventMeta, _Mapping]] = ..., arena_id: _Optional[str] = ..., standings: _Optional[_Iterable[_Union[StandingRow, _Mapping]]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    total_players: int
+    def __init__(self, meta: _Optional[_Union[_common_pb2.EventMeta, _Mapping]] = ..., arena_id: _Optional[str] = ..., standings: _Optional[_Iterable[_Union[StandingRow, _Mapping]]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., total_players: _Optional[int] = ...) -> None: ...
 
 class RatingUpdated(_message.Message):
     __slots__ = ("meta", "player_id", "game_id", "variant", "speed", "before", "after")

@@ -15,6 +15,7 @@ from google.protobuf.message import Message
 from arbiter.kit.events import event_type_of, stamp_meta, topic_of
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.pause import pause
+from arbiter.kit.settings import BROKER_MAX_MESSAGE_BYTES
 from arbiter.kit.timesource import TimeSource
 
 log = logging.getLogger(__name__)
@@ -57,9 +58,13 @@ _COPY_FROM_ROWS = 64
 class Outbox:
     """Adds events to the outbox table inside the caller's transaction."""
 
-    def __init__(self, producer: str, time_source: TimeSource) -> None:
+    def __init__(self, producer: str, time_source: TimeSource,
+                 max_message_bytes: int = BROKER_MAX_MESSAGE_BYTES) -> None:
         self.producer = producer
         self.time_source = time_source
+        # The broker's limit (KAFKA_MAX_MESSAGE_BYTES): an event that can grow without bound must be
+        # cut to fit it, or the relay sets it aside (UnpublishableEvent).
+        self.max_message_bytes = max_message_bytes
 
     async def add(self, connection: asyncpg.Connection, *events: Message, causation_id: str = "") -> None:
         """Save `events` (meta stamped) in the transaction `connection` is in."""

@@ -101,7 +101,7 @@ async def connect(settings: KitSettings, service: str, migrations_dir: Path) -> 
     broker = make_broker(settings, service, metrics)
     return Infrastructure(
         service=service, settings=settings, metrics=metrics, time_source=time_source, pool=pool,
-        redis=redis_client, broker=broker, outbox=Outbox(service, time_source),
+        redis=redis_client, broker=broker, outbox=Outbox(service, time_source, settings.kafka_max_message_bytes),
         auth_keys=auth_keys, signer=TokenSigner(own_key, service) if own_key else None,
     )
 

@@ -222,6 +222,7 @@ async def test_a_scheduled_arena_starts_ends_lets_running_games_count_and_finish
                         finished = event
         assert [(r.player_id, r.points) for r in finished.standings] == \
             [(p, pts) for _, p, pts, *_ in await arena.pure_board(created.id)]
+        assert finished.total_players == 4
         got = await arena.stub.GetArena(ap.GetArenaRequest(arena_id=created.id))
         assert got.state == ap.ARENA_STATE_FINISHED
         # Its owner stops reporting it; reading its final table must not bring a series back.
