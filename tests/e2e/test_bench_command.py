@@ -45,6 +45,10 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     assert stage["pairing_consumed_per_s"] > 0 and stage["rating_updates_per_s"] > 0
     assert stage["result_to_next_pairing_ms"]["samples"] > 0 and stage["result_to_rating_updated_ms"]["samples"] > 0
     assert set(stage["cpu_percent"]) >= {"pairing", "rating", "clock", "arena", "openings", "tansu"}
+    # The four services off the measured path ran at the default niceness for the rate stage alone.
+    assert stage["off_path_nice"] == machine["config"]["off_path_nice"] == 10
+    assert "services off the measured path run at niceness 10 (4 processes" in done.stderr
+    assert ("stay at niceness" in done.stderr) is (os.geteuid() != 0)
     # Every service times its collections (arbiter_gc_pause_seconds); one that collected none since it
     # started has no series yet and is left out (on uvloop a short stage may leave every one out).
     assert isinstance(stage["gc_percent"], dict)

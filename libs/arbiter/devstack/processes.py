@@ -112,6 +112,43 @@ def signals_deferred(say: Callable[[str], None]) -> Iterator[None]:
             signal.raise_signal(held[0])
 
 
+def set_niceness(pids: Sequence[int], niceness: int) -> dict[int, int]:
+    """Give every thread of each process `niceness`; returns each thread's previous value by thread id.
+
+    Linux keeps a niceness per thread, and a process's threads started before the change keep theirs.
+    """
+    previous: dict[int, int] = {}
+    for pid in pids:
+        try:
+            threads = [int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()]
+        except FileNotFoundError:
+            continue  # the process ended
+        for thread in threads:
+            try:
+                before = os.getpriority(os.PRIO_PROCESS, thread)
+                os.setpriority(os.PRIO_PROCESS, thread, niceness)
+            except ProcessLookupError:
+                continue
+            previous[thread] = before
+    return previous
+
+
+def restore_niceness(previous: Mapping[int, int]) -> list[int]:
+    """Put each thread of `previous` back to its niceness; returns those it may not raise again.
+
+    Only a privileged user (CAP_SYS_NICE) may lower a niceness; the others stay where they are.
+    """
+    refused = []
+    for thread, niceness in previous.items():
+        try:
+            os.setpriority(os.PRIO_PROCESS, thread, niceness)
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            refused.append(thread)
+    return refused
+
+
 class ManagedProcess:
     """A child process in its own process group, logging to a file."""
 

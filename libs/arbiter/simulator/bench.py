@@ -6,6 +6,8 @@ Stages, in one run:
 3. tournament results at rising offered rates: the simulator answers every GameRequested at once
    (GameStarted + GameFinished, no moves) at most R results/s, published every `result_every_ms`;
    measured: achieved results/s, p50/p99 result -> next pairing, result -> rating updated, CPU per service.
+   The services off that path (clock, arena, rating, openings) run at `off_path_nice` meanwhile, as
+   CPU weights would rank them where services share a host, and are put back for the stages after.
    The first stage starts once every round 1 is requested and every service's consumer groups have
    committed all they were sent, so that no stage times the setup's backlog (each burst below waits alike).
 4. burst: a whole round of many round robins, its games started, finishes at once: how fast pairing
@@ -49,6 +51,7 @@ from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.contracts import tournament_pb2_grpc
 from arbiter.devstack.chaos import group_lag
+from arbiter.devstack.processes import restore_niceness, set_niceness
 from arbiter.kit import events
 from arbiter.kit.events import timestamp
 from arbiter.kit.kafka import outbox_publisher, topic_partitions
@@ -88,6 +91,10 @@ class BenchConfig:
     # that the most read partitions (game.started, game.finished) pile up and made the 1,000/s stage's
     # p99 108.6 ms instead of 59.2 (tansu 55% of a core instead of 34%; issue 9 note).
     result_every_ms: int = 20
+    # Niceness of the services off the result -> next pairing path (Target.off_path_pids) during the
+    # rate stages (0: left alone): on two shared cores the pairing path otherwise waits behind their
+    # work. Back to theirs for the burst and the firehose, which measure the rating service.
+    off_path_nice: int = 0
     firehose_seconds: float = 6.0
     # Real seconds to wait for the rating service to drain a firehose stage.
     drain_seconds: float = 60.0
@@ -115,6 +122,8 @@ class Target:
     # Per service, each consumer group id and the topics it reads (SystemStack.consumer_groups): the
     # burst reads the services' progress from their committed offsets, not from their /metrics.
     consumer_groups: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    # The processes of the services off the result -> next pairing path (see BenchConfig.off_path_nice).
+    off_path_pids: tuple[int, ...] = ()
 
     def all_consumer_groups(self) -> dict[str, tuple[str, ...]]:
         """Every service's consumer groups, each with the topics it reads."""
@@ -740,6 +749,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
     await playsite.start()
     await watch.start()
     stages = []
+    niced: dict[int, int] = {}
     try:
         started = time.monotonic()
         created, games = await first_round_requested(target, playsite, config.tournaments, config.entrants, prefix,
@@ -755,6 +765,10 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
             f"{'every service has read the setup' if quiet else 'the services still read the setup'}")
         pairing_only = {name: url for name, url in target.metrics.items() if name == "pairing"}
         part_series = [series for _, series in PAIRING_PARTS]
+        niced = set_niceness(target.off_path_pids, config.off_path_nice) if config.off_path_nice else {}
+        if niced:
+            say(f"rates: the services off the measured path run at niceness {config.off_path_nice} "
+                f"({len(target.off_path_pids)} processes, {len(niced)} threads)")
         for rate in config.rates:
             playsite.result_rate = float(rate)
             before = await Reading.read(target.metrics)
@@ -796,6 +810,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                 # Wall time each service's event loop spent collecting garbage (part of its CPU above).
                 "gc_percent": _cpu(before.collecting(), after.collecting(), elapsed),
                 "pairing_parts_mean_ms": {label: parts.get(series) for label, series in PAIRING_PARTS},
+                "off_path_nice": config.off_path_nice if niced else 0,
                 "host": host,
             }
             stages.append(stage)
@@ -810,6 +825,9 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                 break
     finally:
         playsite.result_rate = 0.0
+        if niced and restore_niceness(niced):
+            say(f"rates: the services off the measured path stay at niceness {config.off_path_nice} for the "
+                "later stages: raising a process's priority again takes CAP_SYS_NICE")
         await watch.stop()
         await playsite.stop()
     return stages
@@ -1161,7 +1179,10 @@ def summary(report: Report) -> str:
     if report.stages:
         every = (machine.get("config") or {}).get("result_every_ms")
         published = f" published every {every} ms" if every else ""
-        lines.append(f"tournament results at rising offered rates (instant results{published}, round robins of 16):")
+        nice = report.stages[0].get("off_path_nice")
+        niced = f", the services off the path at niceness {nice}" if nice else ""
+        lines.append(f"tournament results at rising offered rates (instant results{published}, round robins of 16"
+                     f"{niced}):")
         lines.append(f"  {'offered':>8} {'results/s':>9} {'pairing/s':>9} {'rating upd/s':>12} "
                      f"{'next pairing p50/p99 ms':>24} {'of it, delivery p50/p99':>24} "
                      f"{'rating updated p50/p99 ms':>26}  CPU % per service and server (+ play site)")

@@ -28,6 +28,9 @@ BENCH_OFF_PATH_FETCH_WAIT_MS = 100
 # the clock's, whose moves would wait the whole wait (6 s of competition time at x60) before being applied.
 BENCH_OFF_PATH_FETCH_MIN_BYTES = 64 * 1024
 FULLER_FETCH_SERVICES = ("arena", "rating", "openings")
+# Niceness of the off-path services during the rate stages. Alternated runs at 1,000 results/s, p99
+# result -> next pairing: 99.9 and 86.4 ms with it, 317.2 and 110.2 ms without (issue 9 note).
+BENCH_OFF_PATH_NICE = 10
 EMBEDDED_BROKER_NOTE = (
     "the embedded tansu keeps every produced batch and lists all of a partition's batches on each fetch "
     "that returns records, so its CPU grows from stage to stage at the same load and later stages pay more "
@@ -68,6 +71,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"KAFKA_FETCH_MIN_BYTES of {', '.join(FULLER_FETCH_SERVICES)}: a fetch waits for this "
                              "much, or the wait, before the broker answers (1 answers at the first record); "
                              "fewer, fuller fetches, each of which tansu pays for")
+    parser.add_argument("--off-path-nice", type=int, choices=range(0, 20), metavar="{0..19}",
+                        default=BENCH_OFF_PATH_NICE,
+                        help=f"niceness of {', '.join(OFF_PATH_SERVICES)} during the rate stages (default "
+                             f"{BENCH_OFF_PATH_NICE}; 0 leaves them as they are): where services share "
+                             "a host, CPU weights put the result -> next pairing path first, as this does on "
+                             "the two cores; put back for the burst and the firehose, which measure rating")
     parser.add_argument("--burst-rounds", type=int, choices=range(1, 16), metavar="{1..15}",
                         help="whole rounds released one after the other in the burst stage (default 3; "
                              "its figures are their medians)")
@@ -127,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         config = replace(config, result_every_ms=args.result_every_ms)
     if args.burst_tournaments is not None:
         config = replace(config, burst_tournaments=args.burst_tournaments)
+    config = replace(config, off_path_nice=args.off_path_nice)
     out = sys.stderr if args.json else sys.stdout
     say = lambda line: print(line, file=out, flush=True)  # noqa: E731 - progress must show when piped
     with tempfile.TemporaryDirectory(prefix="arbiter-bench-") as scratch:
@@ -156,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
                 rating=stack.services["rating"].grpc_address,
                 auth_signing_key=stack.auth_signing_key, watch_fetch_wait_ms=args.fetch_wait_ms,
                 consumer_groups=stack.consumer_groups(),
+                off_path_pids=tuple(process.pid for name in OFF_PATH_SERVICES
+                                    if (process := stack.services[name].process) is not None),
             )
             report = run_stoppable(args.event_loop, lambda: run_bench(target, config, say))
             # What each consumer process was given: the services' own settings, the in-process readers' shared ones.
