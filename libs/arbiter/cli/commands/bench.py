@@ -28,8 +28,9 @@ BENCH_OFF_PATH_FETCH_WAIT_MS = 100
 # the clock's, whose moves would wait the whole wait (6 s of competition time at x60) before being applied.
 BENCH_OFF_PATH_FETCH_MIN_BYTES = 64 * 1024
 FULLER_FETCH_SERVICES = ("arena", "rating", "openings")
-# Niceness of the off-path services during the rate stages. Alternated runs at 1,000 results/s, p99
-# result -> next pairing: 99.9 and 86.4 ms with it, 317.2 and 110.2 ms without (issue 9 note).
+# Niceness of the off-path services during the rate stages. Five alternated pairs at 1,000 results/s,
+# p99 result -> next pairing with / without: 99.9 / 317.2, 86.4 / 110.2, 200.8 / 231.6, 269.3 / 489.0
+# and 204.4 / 254.8 ms: lower in every pair, the host's drift larger still (issue 9 note).
 BENCH_OFF_PATH_NICE = 10
 EMBEDDED_BROKER_NOTE = (
     "the embedded tansu keeps every produced batch and lists all of a partition's batches on each fetch "
