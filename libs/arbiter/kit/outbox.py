@@ -215,12 +215,11 @@ class OutboxRelay:
             records = [OutboxRecord(*row) for row in rows]
             try:
                 await self.publish(records)
+                break
             except UnpublishableEvent as unpublishable:
                 # The events of the batch before it may be out already: read again, they go out again
                 # (at-least-once), and in their order.
                 await self._set_aside(connection, unpublishable)
-                continue
-            break
         await connection.execute("DELETE FROM outbox WHERE id = ANY($1::bigint[])", [r.id for r in records])
         if len(records) < self.batch_size:
             pending.set(0)

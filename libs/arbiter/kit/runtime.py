@@ -133,7 +133,7 @@ class ServiceRuntime:
             max_message_bytes=settings.grpc_max_request_bytes, auth_keys=infra.auth_keys, limiter=limiter,
         )
         relay = OutboxRelay(infra.pool, infra.service,
-                            outbox_publisher(producer, settings.kafka_max_message_bytes), infra.metrics)
+                            outbox_publisher(producer, infra.outbox.max_message_bytes), infra.metrics)
         sweeper = RetentionSweeper(infra.pool, infra.metrics,
                                    timedelta(hours=settings.processed_events_retention_hours),
                                    settings.retention_sweep_seconds)

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 import redis.asyncio as aioredis
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from arbiter.competition.arena import ArenaGame, ArenaResult, recompute_leaderboard
 from arbiter.contracts import arena_pb2 as ap
@@ -49,6 +49,19 @@ async def eventually(probe: Callable[[], Awaitable[T]], done: Callable[[T], bool
         if done(value) or time.monotonic() > deadline:
             return value
         await asyncio.sleep(every)
+
+
+async def arena_finished(consumer: AIOKafkaConsumer, arena_id: str, timeout: float = 15.0) -> ev.ArenaFinished:
+    """The ArenaFinished of `arena_id` that `consumer` reads, skipping other arenas'."""
+    async def first() -> ev.ArenaFinished:
+        while True:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                for record in records:
+                    event = ev.ArenaFinished.FromString(record.value)
+                    if event.arena_id == arena_id:
+                        return event
+
+    return await asyncio.wait_for(first(), timeout)
 
 
 @dataclass

@@ -6,12 +6,11 @@ enough arena made an event the broker refuses: it was set aside and nobody heard
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 
 from aiokafka import AIOKafkaConsumer
-from arena_support import ArenaUnderTest, actor, arena_settings
+from arena_support import ArenaUnderTest, actor, arena_finished, arena_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -95,7 +94,7 @@ async def test_an_arena_too_large_for_one_message_still_finishes_and_is_heard(ar
             await connection.execute("UPDATE arenas SET state = 'closing' WHERE id = $1", created.id)
             assert await finish_if_done(connection, Outbox("arena", arena.clock, SMALLEST_LIMIT), created.id,
                                         arena.clock.now())
-        finished = await _finished_event(consumer, created.id)
+        finished = await arena_finished(consumer, created.id)
     finally:
         await consumer.stop()
     assert finished.total_players == len(players)
@@ -107,15 +106,3 @@ async def test_an_arena_too_large_for_one_message_still_finishes_and_is_heard(ar
     assert await arena.db.fetchval("SELECT count(*) FROM outbox_set_aside") == set_aside_before
     # Every player is still in the final table the API pages through.
     assert {player for _, player, *_ in await arena.service_board(created.id, page_size=50)} == set(players)
-
-
-async def _finished_event(consumer: AIOKafkaConsumer, arena_id: str) -> ev.ArenaFinished:
-    async def wait() -> ev.ArenaFinished:
-        while True:
-            for records in (await consumer.getmany(timeout_ms=500)).values():
-                for record in records:
-                    event = ev.ArenaFinished.FromString(record.value)
-                    if event.arena_id == arena_id:
-                        return event
-
-    return await asyncio.wait_for(wait(), 15)

@@ -11,11 +11,10 @@ from datetime import timedelta
 import grpc
 import pytest
 from aiokafka import AIOKafkaConsumer
-from arena_support import ArenaUnderTest, actor, arena_settings, eventually
+from arena_support import ArenaUnderTest, actor, arena_finished, arena_settings, eventually
 
 from arbiter.contracts import arena_pb2 as ap
 from arbiter.contracts import common_pb2 as cm
-from arbiter.contracts import events_pb2 as ev
 from arbiter.kit import events
 from arbiter.kit.events import timestamp
 
@@ -212,14 +211,7 @@ async def test_a_scheduled_arena_starts_ends_lets_running_games_count_and_finish
             await arena.finish(g, "1/2-1/2")
         await eventually(lambda: arena.scored(created.id), lambda n: n == 4)
         assert len(await arena.games(created.id)) == 4
-        finished = None
-        while finished is None:
-            batch = await asyncio.wait_for(consumer.getmany(timeout_ms=500), 10)
-            for records in batch.values():
-                for record in records:
-                    event = ev.ArenaFinished.FromString(record.value)
-                    if event.arena_id == created.id:
-                        finished = event
+        finished = await arena_finished(consumer, created.id)
         assert [(r.player_id, r.points) for r in finished.standings] == \
             [(p, pts) for _, p, pts, *_ in await arena.pure_board(created.id)]
         assert finished.total_players == 4

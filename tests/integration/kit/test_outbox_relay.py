@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +75,18 @@ async def wait_for(predicate, timeout: float = 20.0) -> None:
         await asyncio.sleep(0.05)
 
 
+@asynccontextmanager
+async def running(relay: OutboxRelay) -> AsyncIterator[asyncio.Task[None]]:
+    """The relay's run loop as a task, stopped and awaited on the way out."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(relay.run(stop))
+    try:
+        yield task
+    finally:
+        stop.set()
+        await task
+
+
 async def lock_holders(pool, schema: str) -> list[int]:
     return [row["pid"] for row in await pool.fetch(
         "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
@@ -118,9 +131,7 @@ async def test_a_relay_whose_connection_is_killed_reconnects_and_loses_nothing(t
     recorder = Recorder()
     metrics = Metrics(schema)
     relay = OutboxRelay(pool, schema, recorder.publisher("a"), metrics, poll_seconds=0.2)
-    stop = asyncio.Event()
-    task = asyncio.create_task(relay.run(stop))
-    try:
+    async with running(relay):
         await add_events(pool, outbox, ["g-1"])
         await wait_for(lambda: len(recorder.published) == 1)
         # Killed between publishing g-1 and deleting it, the relay would rightly publish it again
@@ -139,9 +150,6 @@ async def test_a_relay_whose_connection_is_killed_reconnects_and_loses_nothing(t
         assert len(new_holders) == 1 and new_holders != [pid]
         assert metrics.registry.get_sample_value(
             "arbiter_errors_total", {"service": schema, "kind": "outbox_relay"}) >= 1
-    finally:
-        stop.set()
-        await task
 
 
 async def test_a_broker_that_fails_is_waited_for_and_nothing_is_lost(table: Table) -> None:
@@ -157,18 +165,13 @@ async def test_a_broker_that_fails_is_waited_for_and_nothing_is_lost(table: Tabl
 
     metrics = Metrics(schema)
     relay = OutboxRelay(pool, schema, flaky, metrics, poll_seconds=0.1)
-    stop = asyncio.Event()
-    task = asyncio.create_task(relay.run(stop))
-    try:
+    async with running(relay) as task:
         await add_events(pool, outbox, ["g-1", "g-2"])
         await wait_for(lambda: len(recorder.published) == 2)
         assert not task.done()
         assert [record.key for _, record in recorder.published] == ["g-1", "g-2"]
         assert metrics.registry.get_sample_value(
             "arbiter_errors_total", {"service": schema, "kind": "outbox_relay"}) == 2
-    finally:
-        stop.set()
-        await task
 
 
 async def test_relay_once_publishes_only_while_no_running_relay_holds_the_lock(table: Table) -> None:
@@ -179,9 +182,7 @@ async def test_relay_once_publishes_only_while_no_running_relay_holds_the_lock(t
     await add_events(pool, outbox, ["g-1"])
     assert await single.relay_once() == 1
     assert await lock_holders(pool, schema) == []  # relay_once gives the lock back
-    stop = asyncio.Event()
-    task = asyncio.create_task(runner.run(stop))
-    try:
+    async with running(runner):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 20
         while not await lock_holders(pool, schema):
@@ -191,9 +192,6 @@ async def test_relay_once_publishes_only_while_no_running_relay_holds_the_lock(t
         assert await single.relay_once() == 0
         await wait_for(lambda: len(recorder.published) == 2)
         assert [(name, record.key) for name, record in recorder.published] == [("single", "g-1"), ("runner", "g-2")]
-    finally:
-        stop.set()
-        await task
 
 
 def pending_gauge(metrics: Metrics, service: str) -> float | None:
@@ -218,21 +216,16 @@ async def test_the_pending_gauge_counts_what_waits_on_the_holder_and_on_the_othe
     waiting_metrics = Metrics(schema)
     waiting = OutboxRelay(pool, schema, recorder.publisher("waiting"), waiting_metrics, poll_seconds=0.1)
     holder = await pool.acquire()
-    stop = asyncio.Event()
-    task: asyncio.Task[None] | None = None
     try:
         assert await holder.fetchval("SELECT pg_try_advisory_lock(hashtext($1))", f"arbiter-outbox:{schema}")
         await add_events(pool, outbox, ["h-1", "h-2", "h-3"])
-        task = asyncio.create_task(waiting.run(stop))
-        await wait_for(lambda: pending_gauge(waiting_metrics, schema) == 3)
-        assert len(recorder.published) == 20
-        await holder.execute("SELECT pg_advisory_unlock(hashtext($1))", f"arbiter-outbox:{schema}")
-        await wait_for(lambda: len(recorder.published) == 23)
-        await wait_for(lambda: pending_gauge(waiting_metrics, schema) == 0)
+        async with running(waiting):
+            await wait_for(lambda: pending_gauge(waiting_metrics, schema) == 3)
+            assert len(recorder.published) == 20
+            await holder.execute("SELECT pg_advisory_unlock(hashtext($1))", f"arbiter-outbox:{schema}")
+            await wait_for(lambda: len(recorder.published) == 23)
+            await wait_for(lambda: pending_gauge(waiting_metrics, schema) == 0)
     finally:
-        stop.set()
-        if task is not None:
-            await task
         await pool.release(holder)
 
 
@@ -249,14 +242,9 @@ async def test_a_relay_that_cannot_give_the_lock_back_closes_its_connection(tabl
     await add_events(pool, outbox, ["g-1"])
     with pytest.raises(asyncpg.InterfaceError):
         await relay.relay_once()
-    stop = asyncio.Event()
-    task = asyncio.create_task(relay.run(stop))
-    try:
+    async with running(relay):
         await add_events(pool, outbox, ["g-2"])
         await wait_for(lambda: len(recorder.published) == 2)
-    finally:
-        stop.set()
-        await task
     # Both connections that held the lock were closed instead of returned with it: nobody holds it now.
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 20
@@ -286,15 +274,10 @@ async def test_an_event_kafka_can_never_take_is_set_aside_and_the_later_ones_sti
 
     metrics = Metrics(schema)
     relay = OutboxRelay(pool, schema, refusing_g3, metrics, poll_seconds=0.1)
-    stop = asyncio.Event()
-    task = asyncio.create_task(relay.run(stop))
-    try:
+    async with running(relay) as task:
         await add_events(pool, outbox, ["g-1", "g-2", "g-3", "g-4", "g-5"])
         await wait_for(lambda: "g-5" in {record.key for _, record in recorder.published})
         assert not task.done()
-    finally:
-        stop.set()
-        await task
     keys = [record.key for _, record in recorder.published]
     assert list(dict.fromkeys(keys)) == ["g-1", "g-2", "g-4", "g-5"]
     assert await pool.fetchval("SELECT count(*) FROM outbox") == 0
