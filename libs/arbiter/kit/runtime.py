@@ -26,6 +26,7 @@ from arbiter.kit.kafka import ensure_topics, make_broker, make_outbox_producer, 
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox, OutboxRelay
 from arbiter.kit.ratelimit import RateLimiter
+from arbiter.kit.redisclient import connect_redis
 from arbiter.kit.retention import RetentionSweeper
 from arbiter.kit.settings import KitSettings
 from arbiter.kit.timesource import TimeSource
@@ -97,7 +98,7 @@ async def connect(settings: KitSettings, service: str, migrations_dir: Path) -> 
     if applied:
         log.info("migrations applied", extra={"versions": applied})
     await ensure_topics(settings.kafka_bootstrap_servers, settings.kafka_partitions)
-    redis_client = aioredis.from_url(settings.redis_url, decode_responses=False)
+    redis_client = connect_redis(settings.redis_url, decode_responses=False)
     broker = make_broker(settings, service, metrics)
     return Infrastructure(
         service=service, settings=settings, metrics=metrics, time_source=time_source, pool=pool,
