@@ -521,45 +521,17 @@ class Director:
         """Insert the rounds and their games; return their events: RoundPaired, GameRequested, busy GameFinished."""
         busy_termination = common.Termination.Name(common.TERMINATION_BUSY_FORFEIT)
         games = [(item, game, item.forfeits[game.game_id]) for item in rounds for game in item.planned]
-        # Every round, its games and each tournament's current round in one statement: one round trip
-        # inside the row-locked transaction, whatever the number and size of the rounds.
-        await connection.execute(
-            """
-            WITH new_rounds AS (
-                INSERT INTO rounds (tournament_id, round, opening, bye_id, bye_points, engine, notes, paired_at)
-                SELECT r.tournament_id, r.round, r.opening, r.bye_id, r.bye_points, r.engine, r.notes::jsonb, $8
-                FROM unnest($1::text[], $2::int[], $3::bytea[], $4::text[], $5::int[], $6::text[], $7::text[])
-                    AS r(tournament_id, round, opening, bye_id, bye_points, engine, notes)
-            ), new_games AS (
-                INSERT INTO games (game_id, tournament_id, round, board, leg, white_id, black_id, requested,
-                                   finished, kind, result, termination, white_points, black_points, rated,
-                                   decided_by, finished_at)
-                SELECT g.game_id, g.tournament_id, g.round, g.board, g.leg, g.white_id, g.black_id, g.kind IS NULL,
-                       g.kind IS NOT NULL, g.kind, g.result, g.termination, g.white_points, g.black_points, g.rated,
-                       CASE WHEN g.kind IS NULL THEN NULL ELSE 'T-18' END,
-                       CASE WHEN g.kind IS NULL THEN NULL ELSE $8::timestamptz END
-                FROM unnest($9::text[], $10::text[], $11::int[], $12::int[], $13::int[], $14::text[], $15::text[],
-                            $16::text[], $17::text[], $18::text[], $19::int[], $20::int[], $21::bool[])
-                    AS g(game_id, tournament_id, round, board, leg, white_id, black_id, kind, result, termination,
-                         white_points, black_points, rated)
-            )
-            UPDATE tournaments AS t SET current_round = r.round
-            FROM unnest($1::text[], $2::int[]) AS r(tournament_id, round) WHERE t.id = r.tournament_id
-            """,
-            [item.row["id"] for item in rounds], [item.draw.round for item in rounds],
-            [item.opening.SerializeToString() for item in rounds], [item.draw.bye for item in rounds],
-            [round_bye_points(item.row["games_per_pairing"]) if item.draw.bye is not None else 0 for item in rounds],
-            [item.draw.engine for item in rounds], [json.dumps(list(item.draw.notes)) for item in rounds], now,
-            [game.game_id for _, game, _ in games], [item.row["id"] for item, _, _ in games],
-            [item.draw.round for item, _, _ in games], [game.board for _, game, _ in games],
-            [game.leg for _, game, _ in games], [game.white for _, game, _ in games],
-            [game.black for _, game, _ in games], [f.kind.value if f else None for _, _, f in games],
-            [f.verdict.value if f else None for _, _, f in games],
-            [busy_termination if f else None for _, _, f in games],
-            [f.score.white_points if f else None for _, _, f in games],
-            [f.score.black_points if f else None for _, _, f in games],
-            [f.score.rated if f else None for _, _, f in games],
-        )
+        await store.save_rounds(connection, [
+            store.NewRound(item.row["id"], item.draw.round, item.opening.SerializeToString(), item.draw.bye,
+                           round_bye_points(item.row["games_per_pairing"]) if item.draw.bye is not None else 0,
+                           item.draw.engine, json.dumps(list(item.draw.notes)))
+            for item in rounds
+        ], [
+            store.NewGame(game, item.row["id"]) if forfeit is None else store.NewGame(
+                game, item.row["id"], forfeit.kind.value, forfeit.verdict.value, busy_termination,
+                forfeit.score.white_points, forfeit.score.black_points, forfeit.score.rated)
+            for item, game, forfeit in games
+        ], now)
         return [event for item in rounds for event in self._round_events(item, now)]
 
     @staticmethod

@@ -5,16 +5,79 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import asyncpg
 
 from arbiter.competition.standings import Bye
-from arbiter.competition.tournament_flow import PlayedGame, Seat
+from arbiter.competition.tournament_flow import PlannedGame, PlayedGame, Seat
 from arbiter.competition.types import ResultKind
 
 Row = asyncpg.Record
 Executor = asyncpg.Connection | asyncpg.Pool
+
+
+class NewRound(NamedTuple):
+    """A paired round as the round save stores it (T-8, T-14, O-10)."""
+
+    tournament_id: str
+    round: int
+    opening: bytes  # the serialized Opening every board plays
+    bye_id: str | None
+    bye_points: int
+    engine: str
+    notes: str  # a JSON array
+
+
+class NewGame(NamedTuple):
+    """A game of a paired round; the result fields are set only for a busy forfeit, scored at once (T-18)."""
+
+    game: PlannedGame
+    tournament_id: str
+    kind: str | None = None
+    result: str | None = None
+    termination: str | None = None
+    white_points: int | None = None
+    black_points: int | None = None
+    rated: bool | None = None
+
+
+async def save_rounds(connection: asyncpg.Connection, rounds: Sequence[NewRound], games: Sequence[NewGame],
+                      now: datetime) -> None:
+    """Insert rounds, their games and each tournament's current round, under the tournaments' row locks."""
+    if not rounds:
+        return
+    # One statement: one round trip inside the row-locked transaction, whatever the number and size of the rounds.
+    await connection.execute(
+        """
+        WITH new_rounds AS (
+            INSERT INTO rounds (tournament_id, round, opening, bye_id, bye_points, engine, notes, paired_at)
+            SELECT r.tournament_id, r.round, r.opening, r.bye_id, r.bye_points, r.engine, r.notes::jsonb, $8
+            FROM unnest($1::text[], $2::int[], $3::bytea[], $4::text[], $5::int[], $6::text[], $7::text[])
+                AS r(tournament_id, round, opening, bye_id, bye_points, engine, notes)
+        ), new_games AS (
+            INSERT INTO games (game_id, tournament_id, round, board, leg, white_id, black_id, requested,
+                               finished, kind, result, termination, white_points, black_points, rated,
+                               decided_by, finished_at)
+            SELECT g.game_id, g.tournament_id, g.round, g.board, g.leg, g.white_id, g.black_id, g.kind IS NULL,
+                   g.kind IS NOT NULL, g.kind, g.result, g.termination, g.white_points, g.black_points, g.rated,
+                   CASE WHEN g.kind IS NULL THEN NULL ELSE 'T-18' END,
+                   CASE WHEN g.kind IS NULL THEN NULL ELSE $8::timestamptz END
+            FROM unnest($9::text[], $10::text[], $11::int[], $12::int[], $13::int[], $14::text[], $15::text[],
+                        $16::text[], $17::text[], $18::text[], $19::int[], $20::int[], $21::bool[])
+                AS g(game_id, tournament_id, round, board, leg, white_id, black_id, kind, result, termination,
+                     white_points, black_points, rated)
+        )
+        UPDATE tournaments AS t SET current_round = r.round
+        FROM unnest($1::text[], $2::int[]) AS r(tournament_id, round) WHERE t.id = r.tournament_id
+        """,
+        *(list(column) for column in zip(*rounds, strict=True)), now,
+        [g.game.game_id for g in games], [g.tournament_id for g in games], [g.game.round for g in games],
+        [g.game.board for g in games], [g.game.leg for g in games], [g.game.white for g in games],
+        [g.game.black for g in games], [g.kind for g in games], [g.result for g in games],
+        [g.termination for g in games], [g.white_points for g in games], [g.black_points for g in games],
+        [g.rated for g in games],
+    )
 
 
 async def tournament(db: Executor, tournament_id: str, *, lock: bool = False) -> Row | None:
