@@ -69,6 +69,8 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     # out; the release started none again.
     assert all(r["started_before_release"] == 48 and r["started_in_seconds"] is not None
                and r["started_with_results"] == 0 for r in burst["rounds"])
+    # The play site built and published the results and read the next round within the window.
+    assert all(r["bench_process_cpu_percent"] > 0 for r in burst["rounds"])
     assert burst["standings_per_s"] == round((burst["rounds"][0]["standings_per_s"]
                                               + burst["rounds"][1]["standings_per_s"]) / 2, 1)
     [firehose] = printed["firehose"]

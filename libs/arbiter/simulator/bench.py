@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import grpc
-import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError
@@ -56,6 +55,7 @@ from arbiter.kit import events
 from arbiter.kit.events import timestamp
 from arbiter.kit.kafka import outbox_publisher, topic_partitions
 from arbiter.kit.outbox import OutboxRecord, record_of
+from arbiter.kit.redisclient import connect_redis
 from arbiter.kit.timesource import TimeSource
 from arbiter.simulator.behaviour import Behaviour, Profiles
 from arbiter.simulator.playsite import PlaySite, PlaySiteConfig
@@ -315,8 +315,8 @@ async def raw_kafka(bootstrap: str, messages: int, size: int) -> dict[str, Any]:
 
 
 async def raw_redis(url: str, ops: int) -> dict[str, Any]:
-    """Pipelined SET+INCR and one-at-a-time GET round trips."""
-    client = aioredis.from_url(url)
+    """Pipelined SET+INCR and one-at-a-time GET round trips, through the services' client."""
+    client = connect_redis(url)
     try:
         prefix = f"bench:{uuid.uuid4().hex[:6]}:"
         started = time.perf_counter()
@@ -874,7 +874,7 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
                 f"at {one['published_per_s']}/s; standings took them at {one['standings_per_s']}/s, ratings at "
                 f"{one['rated_per_s']}/s (counting the building: {one['standings_per_s_with_building']}/s and "
                 f"{one['rated_per_s_with_building']}/s); next round requested {one['next_round_requested']} games; "
-                f"{_host_words(one['host'])}")
+                f"play site CPU {one['bench_process_cpu_percent']}%; {_host_words(one['host'])}")
             if one["next_round_requested"] < one["results"]:
                 break  # the next round did not all reach the play site in time: nothing whole to release
     return burst_medians(len(created), rounds) if rounds else {}
@@ -908,6 +908,7 @@ async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, wa
     before = await Reading.read(target.metrics)
     ticks = host_cpu_ticks()
     read_at = time.monotonic()
+    own_cpu_before = time.process_time()
     release = await playsite.release_held()
     games, began, published = release.game_ids, release.publishing, release.published
     deadline = began + config.drain_seconds
@@ -944,6 +945,8 @@ async def _one_burst(target: Target, config: BenchConfig, playsite: PlaySite, wa
         "released_when_quiet": quiet,
         "next_round_requested": playsite.backlog,
         "cpu_percent": _cpu(before.cpu(), after.cpu(), window),
+        # The play site building, publishing and reading, and the rating watch: on the same two cores.
+        "bench_process_cpu_percent": round((time.process_time() - own_cpu_before) / window * 100, 1),
         "host": host,
         # How each consumer took them: its game.finished batches and their mean handling time.
         "game_finished_batches": {
@@ -1209,7 +1212,8 @@ def summary(report: Report) -> str:
                      f"{b['standings_per_s']}/s, ratings at {b['rated_per_s']}/s "
                      f"({b['standings_per_s_with_building']}/s and {b['rated_per_s_with_building']}/s "
                      f"from the start of the building); last round: {b['rated_games']} rated, next round requested "
-                     f"{b['next_round_requested']} games, CPU % {b['cpu_percent']}, game.finished batches "
+                     f"{b['next_round_requested']} games, CPU % {b['cpu_percent']}, play site CPU "
+                     f"{b.get('bench_process_cpu_percent')}%, game.finished batches "
                      f"{b['game_finished_batches']}; {_host_words(b.get('host'))}")
         if len(each) > 1:
             per_round = ", ".join(f"{r['standings_per_s']} / {r['rated_per_s']}" for r in each)

@@ -140,6 +140,7 @@ def _burst_round(standings: float | None, rated: float) -> dict:
         "rated_per_s": rated, "standings_per_s_with_building": standings, "rated_per_s_with_building": rated,
         "rated_games": 5000, "next_round_requested": 5000, "cpu_percent": {}, "game_finished_batches": {},
         "started_before_release": 5000, "started_in_seconds": 0.3, "started_with_results": 0,
+        "bench_process_cpu_percent": 24.5,
     }
 
 
@@ -151,7 +152,7 @@ def test_the_burst_gives_the_median_of_its_rounds_and_keeps_each() -> None:
     text = summary(Report(machine={"cpus": 2}, burst=burst)).splitlines()
     assert "  each round, standings / ratings per s: 4700.0 / 6000.0, 5300.0 / 4500.0, 5100.0 / 5400.0" in text
     assert any("medians of 3 rounds" in line and "their games started first and read in 0.3 s" in line
-               for line in text)
+               and "play site CPU 24.5%" in line for line in text)
 
 
 def test_a_round_that_never_finished_scoring_leaves_the_median_to_the_others() -> None:
