@@ -50,7 +50,8 @@ async def serve(settings: ClockSettings, stop: asyncio.Event | None = None) -> N
         events.PRESENCE_CHANGED: handlers.on_presence,
         events.BOOST_TAKEN: handlers.on_boost,
         events.GAME_FINISHED: handlers.on_finished,
-    }, f"{SERVICE}.lifecycle", max_records=settings.event_batch_size)
+    }, f"{SERVICE}.lifecycle", max_records=settings.event_batch_size,
+        fetch_min_bytes=settings.lifecycle_fetch_min_bytes)
     subscribe(infra.broker, settings, infra.metrics, events.MOVE_MADE, f"{SERVICE}.{events.MOVE_MADE.name}",
               handlers.on_moves, batch=True, max_records=settings.move_batch_size)
     # Moves published while this process was down are read before any flag is decided.

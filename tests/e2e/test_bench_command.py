@@ -88,7 +88,7 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     # Off the measured path a fetch waits for 64 KiB or the whole wait; on it, and for the clock's moves,
     # it answers at the first record.
     least = machine["kafka_fetch_min_bytes"]
-    assert least["rating"] == least["arena"] == least["openings"] == 64 * 1024
+    assert least["rating"] == least["arena"] == least["openings"] == least["clock life cycle"] == 64 * 1024
     assert least["pairing"] == least["clock"] == least["play site"] == least["rating watch"] == 1
     # A stage that failed leaves a note of its own; the only note is the embedded broker's.
     assert [note for note in printed["notes"] if not note.startswith("the embedded tansu")] == []

@@ -121,9 +121,11 @@ def subscribe(
 
 def subscribe_many(
     broker: KafkaBroker, settings: KitSettings, metrics: Metrics, handlers: Mapping[Topic, BatchHandler],
-    group_id: str, *, max_records: int = 500,
+    group_id: str, *, max_records: int = 500, fetch_min_bytes: int | None = None,
 ) -> Any:
     """Consume several topics with ONE consumer in group `group_id`; each topic's records go to its batch handler.
+
+    `fetch_min_bytes` replaces KAFKA_FETCH_MIN_BYTES for this consumer alone.
 
     One consumer per service instead of one per topic: a single group join at start and after a
     restart, and one fetch loop instead of many (on tansu every fetch loop polls at the fetch wait).
@@ -175,7 +177,7 @@ def subscribe_many(
         session_timeout_ms=settings.kafka_session_timeout_ms,
         heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
         fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
-        fetch_min_bytes=settings.kafka_fetch_min_bytes,
+        fetch_min_bytes=settings.kafka_fetch_min_bytes if fetch_min_bytes is None else fetch_min_bytes,
         decoder=decode,
         batch=True, max_records=max_records, batch_timeout_ms=settings.kafka_batch_poll_ms,
         title=f"{group_id}:{','.join(names)}",

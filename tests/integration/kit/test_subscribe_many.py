@@ -141,12 +141,16 @@ async def test_a_consumer_that_waits_for_more_bytes_still_gets_a_lone_record_whe
     settings = settings.model_copy(update={"kafka_fetch_min_bytes": 1024 * 1024, "kafka_fetch_max_wait_ms": 200})
     many: list[str] = []
     single: list[str] = []
+    answered_sooner: list[str] = []
 
     subscribers = [
         subscribe_many(broker, settings, metrics, {events.GAME_FINISHED: _collector(tag, many)},
                        f"kit-min-bytes-many-{tag}"),
         subscribe(broker, settings, metrics, events.GAME_ABANDONED, f"kit-min-bytes-one-{tag}",
                   _collector(tag, single), batch=True),
+        # A consumer of its own may ask for other than the process's KAFKA_FETCH_MIN_BYTES.
+        subscribe_many(broker, settings, metrics, {events.GAME_STARTED: _collector(tag, answered_sooner)},
+                       f"kit-min-bytes-own-{tag}", fetch_min_bytes=1),
     ]
     await broker.start()
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers)
@@ -154,7 +158,7 @@ async def test_a_consumer_that_waits_for_more_bytes_still_gets_a_lone_record_whe
     try:
         await _eventually(lambda: all(s.consumer.assignment() for s in subscribers))
         # What the broker is asked for: a fetch answers at 1 MiB or after 200 ms, whichever comes first.
-        assert [s.consumer._fetch_min_bytes for s in subscribers] == [1024 * 1024, 1024 * 1024]
+        assert [s.consumer._fetch_min_bytes for s in subscribers] == [1024 * 1024, 1024 * 1024, 1]
         # One small record each, far below the bytes asked for: delivered all the same once the wait ends.
         await producer.send_and_wait("game.finished", ev.GameFinished(game_id=f"{tag}-f").SerializeToString(),
                                      key=f"{tag}-f".encode())

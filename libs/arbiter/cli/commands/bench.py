@@ -25,9 +25,14 @@ BENCH_FETCH_WAIT_MS = 20
 OFF_PATH_SERVICES = ("clock", "arena", "rating", "openings")
 BENCH_OFF_PATH_FETCH_WAIT_MS = 100
 # Off the path, a fetch waits the whole wait unless a burst's worth of records is there already; not
-# the clock's, whose moves would wait the whole wait (6 s of competition time at x60) before being applied.
+# the clock's moves, which would wait the whole wait (6 s of competition time at x60) before being
+# applied: the clock's life-cycle consumer alone waits (LIFECYCLE_FETCH_MIN_BYTES). Two alternated
+# pairs at 1,000 results/s, with / without it for the clock: the clock 17.8 / 23.5 and 16.5 / 21.1% of
+# a core, the machine 166.6 / 183.6 and 155.7 / 171.1% busy, result -> next pairing p50 53.0 / 75.9
+# and 46.3 / 56.6 ms, p99 147.1 / 153.6 and 118.6 / 129.6 ms (issue 9 note).
 BENCH_OFF_PATH_FETCH_MIN_BYTES = 64 * 1024
 FULLER_FETCH_SERVICES = ("arena", "rating", "openings")
+FULLER_LIFECYCLE_FETCH_SERVICES = ("clock",)
 # Niceness of the off-path services during the rate stages. Five alternated pairs at 1,000 results/s,
 # p99 result -> next pairing with / without: 99.9 / 317.2, 86.4 / 110.2, 200.8 / 231.6, 269.3 / 489.0
 # and 204.4 / 254.8 ms: lower in every pair, the host's drift larger still (issue 9 note).
@@ -69,9 +74,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"KAFKA_FETCH_MAX_WAIT_MS of {', '.join(OFF_PATH_SERVICES)}: no hop of result -> "
                              "next pairing, they poll less often and leave tansu's CPU to the measured path")
     parser.add_argument("--off-path-fetch-min-bytes", type=int, default=BENCH_OFF_PATH_FETCH_MIN_BYTES,
-                        help=f"KAFKA_FETCH_MIN_BYTES of {', '.join(FULLER_FETCH_SERVICES)}: a fetch waits for this "
-                             "much, or the wait, before the broker answers (1 answers at the first record); "
-                             "fewer, fuller fetches, each of which tansu pays for")
+                        help=f"KAFKA_FETCH_MIN_BYTES of {', '.join(FULLER_FETCH_SERVICES)} and of the "
+                             "clock's life-cycle consumer (not its moves'): a fetch waits for this much, or the "
+                             "wait, before the broker answers (1 answers at the first record); fewer, fuller "
+                             "fetches, each of which tansu pays for")
     parser.add_argument("--off-path-nice", type=int, choices=range(0, 20), metavar="{0..19}",
                         default=BENCH_OFF_PATH_NICE,
                         help=f"niceness of {', '.join(OFF_PATH_SERVICES)} during the rate stages (default "
@@ -147,7 +153,9 @@ def run(args: argparse.Namespace) -> int:
         os.environ.update(fetch_wait)
         off_path_wait = {"KAFKA_FETCH_MAX_WAIT_MS": str(args.off_path_fetch_wait_ms)}
         fuller_fetches = {"KAFKA_FETCH_MIN_BYTES": str(args.off_path_fetch_min_bytes)}
-        off_path_env = {name: {**off_path_wait, **(fuller_fetches if name in FULLER_FETCH_SERVICES else {})}
+        fuller_lifecycle = {"LIFECYCLE_FETCH_MIN_BYTES": str(args.off_path_fetch_min_bytes)}
+        off_path_env = {name: {**off_path_wait, **(fuller_fetches if name in FULLER_FETCH_SERVICES else {}),
+                               **(fuller_lifecycle if name in FULLER_LIFECYCLE_FETCH_SERVICES else {})}
                         for name in OFF_PATH_SERVICES}
         stack = SystemStack(state_dir, time_scale=args.time_scale, free_ports=True, say=say,
                             database_name=f"arbiter_bench_{int(time.time())}",
@@ -178,6 +186,9 @@ def run(args: argparse.Namespace) -> int:
                 name: int(env["KAFKA_FETCH_MAX_WAIT_MS"]) for name, env in given.items()}
             report.machine["kafka_fetch_min_bytes"] = {
                 name: int(env.get("KAFKA_FETCH_MIN_BYTES", 1)) for name, env in given.items()}
+            report.machine["kafka_fetch_min_bytes"].update({
+                f"{name} life cycle": int(off_path_env[name]["LIFECYCLE_FETCH_MIN_BYTES"])
+                for name in FULLER_LIFECYCLE_FETCH_SERVICES if name in off_path_env})
             if stack.kafka_embedded:
                 report.notes.append(EMBEDDED_BROKER_NOTE)
         except KeyboardInterrupt:
