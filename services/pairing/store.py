@@ -18,7 +18,7 @@ Executor = asyncpg.Connection | asyncpg.Pool
 
 
 class NewRound(NamedTuple):
-    """A paired round as the round save stores it (T-8, T-14, O-10)."""
+    """A paired round as the round save stores it (T-8, T-14, O-10); fields in the statement's order."""
 
     tournament_id: str
     round: int

@@ -1213,7 +1213,7 @@ def summary(report: Report) -> str:
                      f"({b['standings_per_s_with_building']}/s and {b['rated_per_s_with_building']}/s "
                      f"from the start of the building); last round: {b['rated_games']} rated, next round requested "
                      f"{b['next_round_requested']} games, CPU % {b['cpu_percent']}, play site CPU "
-                     f"{b.get('bench_process_cpu_percent')}%, game.finished batches "
+                     f"{b['bench_process_cpu_percent']}%, game.finished batches "
                      f"{b['game_finished_batches']}; {_host_words(b.get('host'))}")
         if len(each) > 1:
             per_round = ", ".join(f"{r['standings_per_s']} / {r['rated_per_s']}" for r in each)

@@ -32,7 +32,6 @@ BENCH_OFF_PATH_FETCH_WAIT_MS = 100
 # and 46.3 / 56.6 ms, p99 147.1 / 153.6 and 118.6 / 129.6 ms (issue 9 note).
 BENCH_OFF_PATH_FETCH_MIN_BYTES = 64 * 1024
 FULLER_FETCH_SERVICES = ("arena", "rating", "openings")
-FULLER_LIFECYCLE_FETCH_SERVICES = ("clock",)
 # Niceness of the off-path services during the rate stages. Five alternated pairs at 1,000 results/s,
 # p99 result -> next pairing with / without: 99.9 / 317.2, 86.4 / 110.2, 200.8 / 231.6, 269.3 / 489.0
 # and 204.4 / 254.8 ms: lower in every pair, the host's drift larger still (issue 9 note).
@@ -153,10 +152,9 @@ def run(args: argparse.Namespace) -> int:
         os.environ.update(fetch_wait)
         off_path_wait = {"KAFKA_FETCH_MAX_WAIT_MS": str(args.off_path_fetch_wait_ms)}
         fuller_fetches = {"KAFKA_FETCH_MIN_BYTES": str(args.off_path_fetch_min_bytes)}
-        fuller_lifecycle = {"LIFECYCLE_FETCH_MIN_BYTES": str(args.off_path_fetch_min_bytes)}
-        off_path_env = {name: {**off_path_wait, **(fuller_fetches if name in FULLER_FETCH_SERVICES else {}),
-                               **(fuller_lifecycle if name in FULLER_LIFECYCLE_FETCH_SERVICES else {})}
+        off_path_env = {name: {**off_path_wait, **(fuller_fetches if name in FULLER_FETCH_SERVICES else {})}
                         for name in OFF_PATH_SERVICES}
+        off_path_env["clock"]["LIFECYCLE_FETCH_MIN_BYTES"] = str(args.off_path_fetch_min_bytes)
         stack = SystemStack(state_dir, time_scale=args.time_scale, free_ports=True, say=say,
                             database_name=f"arbiter_bench_{int(time.time())}",
                             extra_env={**fetch_wait, "EVENT_LOOP": args.event_loop}, auth=True,
@@ -185,10 +183,8 @@ def run(args: argparse.Namespace) -> int:
             report.machine["kafka_fetch_wait_ms"] = {
                 name: int(env["KAFKA_FETCH_MAX_WAIT_MS"]) for name, env in given.items()}
             report.machine["kafka_fetch_min_bytes"] = {
-                name: int(env.get("KAFKA_FETCH_MIN_BYTES", 1)) for name, env in given.items()}
-            report.machine["kafka_fetch_min_bytes"].update({
-                f"{name} life cycle": int(off_path_env[name]["LIFECYCLE_FETCH_MIN_BYTES"])
-                for name in FULLER_LIFECYCLE_FETCH_SERVICES if name in off_path_env})
+                **{name: int(env.get("KAFKA_FETCH_MIN_BYTES", 1)) for name, env in given.items()},
+                "clock life cycle": args.off_path_fetch_min_bytes}
             if stack.kafka_embedded:
                 report.notes.append(EMBEDDED_BROKER_NOTE)
         except KeyboardInterrupt:
