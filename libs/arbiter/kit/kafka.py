@@ -50,6 +50,33 @@ def make_broker(settings: KitSettings, service: str, metrics: Metrics) -> KafkaB
     )
 
 
+def poll_without_idle_sleep(subscriber: Any, poll_ms: int, max_records: int | None) -> Any:
+    """Make a FastStream batch subscriber wait out an empty poll in the poll itself, not in a sleep after it.
+
+    FastStream's batch subscriber sleeps as long as its poll after every empty one, and a record
+    arriving in that sleep waits for it: a short poll bought latency with an idle loop of 1000 /
+    (2 x poll) turns a second, each a round of Python (about 1% of a core per consumer at 10 ms).
+    aiokafka's getmany already returns as soon as records arrive, so here the poll alone waits,
+    and only a poll that came back early and empty (a consumer that owns no partition) sleeps
+    the rest of its time rather than spinning.
+    """
+    timeout = poll_ms / 1000
+
+    async def get_msg(consumer: AIOKafkaConsumer) -> tuple[Any, ...]:
+        began = time.monotonic()
+        batches = await consumer.getmany(timeout_ms=poll_ms, max_records=max_records)
+        if batches:
+            return tuple(record for records in batches.values() for record in records)
+        left = timeout - (time.monotonic() - began)
+        if left > 0:
+            await asyncio.sleep(left)
+        return ()
+
+    # An instance attribute: the consume loop looks get_msg up on the subscriber at every turn.
+    subscriber.get_msg = get_msg
+    return subscriber
+
+
 def _undecodable(metrics: Metrics, topic_name: str) -> None:
     """Count and log a record that does not parse: it is skipped, or it would come back for ever."""
     metrics.events_consumed.labels(metrics.service, topic_name, "undecodable").inc()
@@ -115,6 +142,8 @@ def subscribe(
     if batch:
         options.update(batch=True, max_records=max_records, batch_timeout_ms=settings.kafka_batch_poll_ms)
     subscriber = broker.subscriber(topic.name, **options)
+    if batch:
+        poll_without_idle_sleep(subscriber, settings.kafka_batch_poll_ms, max_records)
     subscriber(on_message)
     return subscriber
 
@@ -183,6 +212,7 @@ def subscribe_many(
         title=f"{group_id}:{','.join(names)}",
         description=f"{', '.join(by_name[n][0].message.DESCRIPTOR.full_name for n in names)} consumed by {group_id}",
     )
+    poll_without_idle_sleep(subscriber, settings.kafka_batch_poll_ms, max_records)
     subscriber(on_batch)
     return subscriber
 

@@ -49,11 +49,13 @@ class KitSettings(BaseSettings):
     # path can wait for more: under steady load it then fetches once per wait instead of about
     # twice, and on tansu every fetch that returns records lists its partition's batches (issue 9).
     kafka_fetch_min_bytes: int = Field(default=1, ge=1, le=16 * 1024 * 1024)
-    # How long a batch consumer's poll waits for records (it returns as soon as some arrive); after
-    # an empty poll FastStream sleeps as long again, and a record arriving in that sleep waits for
-    # it. At FastStream's 50 ms a quiet consumer added up to 50 ms to a hop; 10 ms costs an idle
-    # consumer about 1% of a core more than 50 ms.
-    kafka_batch_poll_ms: int = Field(default=10, ge=1, le=1000)
+    # How long a batch consumer's poll waits for records. It returns as soon as some arrive, and an
+    # empty one is polled again at once (kafka.poll_without_idle_sleep), so this adds nothing to a
+    # hop: it sets how often an idle consumer turns. The five services idle (fetch wait 500 ms):
+    # 12.1% of a core with FastStream's sleep after each empty 10 ms poll, 9.5% at 20 ms, 5.8% at
+    # 100 ms; but at 100 ms, in the benchmark's rate stages, the host of this machine's VM stole a
+    # fifth of the CPU time and result -> next pairing doubled (issue 9 note).
+    kafka_batch_poll_ms: int = Field(default=20, ge=1, le=1000)
     # Largest record batch a producer builds (aiokafka's default is 16 KiB). A relay pass or a play
     # site's round of results then goes out in a few batches instead of hundreds: fewer produce
     # requests, and on tansu, whose every fetch lists a partition's stored batches, less work for
