@@ -50,7 +50,7 @@ def make_broker(settings: KitSettings, service: str, metrics: Metrics) -> KafkaB
     )
 
 
-def poll_without_idle_sleep(subscriber: Any, poll_ms: int, max_records: int | None) -> Any:
+def poll_without_idle_sleep(subscriber: Any) -> Any:
     """Make a FastStream batch subscriber wait out an empty poll in the poll itself, not in a sleep after it.
 
     FastStream's batch subscriber sleeps as long as its poll after every empty one, and a record
@@ -58,8 +58,10 @@ def poll_without_idle_sleep(subscriber: Any, poll_ms: int, max_records: int | No
     (2 x poll) turns a second, each a round of Python (about 1% of a core per consumer at 10 ms).
     aiokafka's getmany already returns as soon as records arrive, so here the poll alone waits,
     and only a poll that came back early and empty (a consumer that owns no partition) sleeps
-    the rest of its time rather than spinning.
+    the rest of its time rather than spinning. The poll time and batch size are the ones the
+    subscriber was made with (batch_timeout_ms, max_records).
     """
+    poll_ms, max_records = subscriber.batch_timeout_ms, subscriber.max_records
     timeout = poll_ms / 1000
 
     async def get_msg(consumer: AIOKafkaConsumer) -> tuple[Any, ...]:
@@ -143,7 +145,7 @@ def subscribe(
         options.update(batch=True, max_records=max_records, batch_timeout_ms=settings.kafka_batch_poll_ms)
     subscriber = broker.subscriber(topic.name, **options)
     if batch:
-        poll_without_idle_sleep(subscriber, settings.kafka_batch_poll_ms, max_records)
+        poll_without_idle_sleep(subscriber)
     subscriber(on_message)
     return subscriber
 
@@ -212,7 +214,7 @@ def subscribe_many(
         title=f"{group_id}:{','.join(names)}",
         description=f"{', '.join(by_name[n][0].message.DESCRIPTOR.full_name for n in names)} consumed by {group_id}",
     )
-    poll_without_idle_sleep(subscriber, settings.kafka_batch_poll_ms, max_records)
+    poll_without_idle_sleep(subscriber)
     subscriber(on_batch)
     return subscriber
 

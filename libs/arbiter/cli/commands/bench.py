@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
                 name: int(env["KAFKA_FETCH_MAX_WAIT_MS"]) for name, env in given.items()}
             report.machine["kafka_fetch_min_bytes"] = {
                 **{name: int(env.get("KAFKA_FETCH_MIN_BYTES", 1)) for name, env in given.items()},
-                "clock life cycle": args.off_path_fetch_min_bytes}
+                "clock life cycle": int(off_path_env["clock"]["LIFECYCLE_FETCH_MIN_BYTES"])}
             if stack.kafka_embedded:
                 report.notes.append(EMBEDDED_BROKER_NOTE)
         except KeyboardInterrupt:
