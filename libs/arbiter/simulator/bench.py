@@ -774,14 +774,13 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
             before = await Reading.read(target.metrics)
             own_cpu_before = time.process_time()
             finished_before = playsite.stats.finished
-            paired_before = len(playsite.stats.pairing_latencies)
-            delivered_before = len(playsite.stats.delivery_latencies)
             rated_before = watch.count
             sent_before = set(playsite.result_sent)
             ticks = host_cpu_ticks()
             began = time.monotonic()
             await asyncio.sleep(config.stage_seconds)
-            elapsed = time.monotonic() - began
+            ended = time.monotonic()
+            elapsed = ended - began
             host = host_load(ticks, host_cpu_ticks())
             after = await Reading.read(target.metrics)
             own_cpu = time.process_time() - own_cpu_before
@@ -792,17 +791,20 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
             pairing_consumed = (drained.consumed("pairing", events.GAME_FINISHED.name)
                                 - before.consumed("pairing", events.GAME_FINISHED.name))
             parts = mean_ms(before.histograms("pairing", part_series), drained.histograms("pairing", part_series))
+            stats = playsite.stats
+            paired = of_results_in(stats.pairing_latency_times, stats.pairing_latencies, began, ended)
+            delivered = [i for i, at in enumerate(stats.delivery_result_times) if began <= at < ended]
             stage = {
                 "offered_results_per_s": rate, "seconds": round(elapsed, 1),
                 "results_per_s": round(finished / elapsed, 1),
                 "pairing_consumed_per_s": round(pairing_consumed / (elapsed + 1.0), 1),
                 "rating_updates_per_s": round((watch.count - rated_before) / (elapsed + 1.0), 1),
                 "backlog_at_end": playsite.backlog,
-                "result_to_next_pairing_ms": _pct(sorted(playsite.stats.pairing_latencies[paired_before:])),
+                "result_to_next_pairing_ms": _pct(sorted(stats.pairing_latencies[i] for i in paired)),
                 "result_to_next_pairing_by_second": by_second(
-                    playsite.stats.pairing_latency_times[paired_before:],
-                    playsite.stats.pairing_latencies[paired_before:], began),
-                "requested_to_play_site_ms": _pct(sorted(playsite.stats.delivery_latencies[delivered_before:])),
+                    [stats.pairing_latency_times[i] for i in paired], [stats.pairing_latencies[i] for i in paired],
+                    began),
+                "requested_to_play_site_ms": _pct(sorted(stats.delivery_latencies[i] for i in delivered)),
                 # The simulated play site runs in this process, on the same two cores as the system.
                 "bench_process_cpu_percent": round(own_cpu / elapsed * 100, 1),
                 "result_to_rating_updated_ms": latency_ms(playsite.result_sent, watch.first_seen, games),
@@ -1076,6 +1078,17 @@ async def firehose(target: Target, config: BenchConfig, say: Callable[[str], Non
         await producer.stop()
         await watch.stop()
     return results
+
+
+def of_results_in(taken_at: Sequence[float], latencies: Sequence[float], began: float, ended: float) -> list[int]:
+    """Indices of the latency samples whose result was published in [began, ended): a stage's own.
+
+    A sample is taken when the next round's first request arrives, its latency after the result.
+    Taken by when they were measured, a stage would count the previous stage's late samples as
+    its own and hand its own late ones to the next.
+    """
+    return [i for i, (at, latency) in enumerate(zip(taken_at, latencies, strict=True))
+            if began <= at - latency < ended]
 
 
 def by_second(times: Sequence[float], values: Sequence[float], began: float) -> list[dict[str, Any]]:

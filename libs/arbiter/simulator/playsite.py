@@ -150,6 +150,9 @@ class PlaySiteStats:
     # The part of each of those after the pairing service stamped the request (requested_at): its
     # commit, outbox relay, broker and this consumer; the rest is the result's way in and the pairing.
     delivery_latencies: list[float] = field(default_factory=list)
+    # When (time.monotonic()) the result behind each of those was published: a stage's samples are
+    # those of its own results, however late they were measured.
+    delivery_result_times: list[float] = field(default_factory=list)
 
     @property
     def playing(self) -> int:
@@ -401,6 +404,7 @@ class PlaySite:
                 if request.HasField("requested_at"):
                     since = (self.time_source.now() - request.requested_at.ToDatetime(tzinfo=UTC)).total_seconds()
                     self.stats.delivery_latencies.append(self.time_source.real_seconds(since))
+                    self.stats.delivery_result_times.append(last)
 
     @property
     def backlog(self) -> int:

@@ -7,7 +7,8 @@ import os
 import time
 
 from arbiter.simulator.bench import (
-    HostTicks, Report, burst_medians, busy_percent, host_cpu_ticks, host_load, python_loop_ns, rate_while_offered,
+    HostTicks, Report, burst_medians, busy_percent, host_cpu_ticks, host_load, of_results_in, python_loop_ns,
+    rate_while_offered,
     socket_round_trip_us, stolen_percent, summary, targets, wait_settled,
 )
 
@@ -142,6 +143,16 @@ def _burst_round(standings: float | None, rated: float) -> dict:
         "started_before_release": 5000, "started_in_seconds": 0.3, "started_with_results": 0,
         "bench_process_cpu_percent": 24.5,
     }
+
+
+def test_a_stage_keeps_the_latency_samples_of_its_own_results_whenever_they_were_measured() -> None:
+    # The stage ran from 100.0 to 115.0: (taken at, latency) of five rounds.
+    taken_at = [100.2, 100.9, 114.8, 115.6, 116.1]
+    latencies = [0.5, 0.6, 0.3, 0.9, 0.9]
+    # Results at 99.7 (the stage before), 100.3, 114.5, 114.7 (measured after the window) and 115.2 (after).
+    assert of_results_in(taken_at, latencies, 100.0, 115.0) == [1, 2, 3]
+    assert of_results_in(taken_at, latencies, 99.0, 100.0) == [0]
+    assert of_results_in([], [], 100.0, 115.0) == []
 
 
 def test_the_burst_gives_the_median_of_its_rounds_and_keeps_each() -> None:
