@@ -39,10 +39,14 @@ def idle_cpu_percent(fetch_wait_ms: int, settle: float, seconds: float) -> dict[
         stack.wait_serving(timeout=120)
         time.sleep(settle)
         pids = {name: service.process.pid for name, service in stack.services.items() if service.process}
-        before = {name: process_cpu_seconds(pid)[1] for name, pid in pids.items()} | infrastructure_cpu_seconds()
+
+        def cpu_seconds() -> dict[str, float]:
+            return {name: process_cpu_seconds(pid)[1] for name, pid in pids.items()} | infrastructure_cpu_seconds()
+
+        before = cpu_seconds()
         began = time.monotonic()
         time.sleep(seconds)
-        after = {name: process_cpu_seconds(pid)[1] for name, pid in pids.items()} | infrastructure_cpu_seconds()
+        after = cpu_seconds()
         elapsed = time.monotonic() - began
     return {name: round((after[name] - before[name]) / elapsed * 100, 1) for name in after if name in before}
 

@@ -793,7 +793,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
             parts = mean_ms(before.histograms("pairing", part_series), drained.histograms("pairing", part_series))
             stats = playsite.stats
             paired = of_results_in(stats.pairing_latency_times, stats.pairing_latencies, began, ended)
-            delivered = [i for i, at in enumerate(stats.delivery_result_times) if began <= at < ended]
+            delivered = [stats.delivery_latencies[i] for i in paired]
             stage = {
                 "offered_results_per_s": rate, "seconds": round(elapsed, 1),
                 "results_per_s": round(finished / elapsed, 1),
@@ -804,7 +804,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                 "result_to_next_pairing_by_second": by_second(
                     [stats.pairing_latency_times[i] for i in paired], [stats.pairing_latencies[i] for i in paired],
                     began),
-                "requested_to_play_site_ms": _pct(sorted(stats.delivery_latencies[i] for i in delivered)),
+                "requested_to_play_site_ms": _pct(sorted(d for d in delivered if d is not None)),
                 # The simulated play site runs in this process, on the same two cores as the system.
                 "bench_process_cpu_percent": round(own_cpu / elapsed * 100, 1),
                 "result_to_rating_updated_ms": latency_ms(playsite.result_sent, watch.first_seen, games),

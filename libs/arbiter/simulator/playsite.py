@@ -149,10 +149,8 @@ class PlaySiteStats:
     pairing_latency_times: list[float] = field(default_factory=list)
     # The part of each of those after the pairing service stamped the request (requested_at): its
     # commit, outbox relay, broker and this consumer; the rest is the result's way in and the pairing.
-    delivery_latencies: list[float] = field(default_factory=list)
-    # When (time.monotonic()) the result behind each of those was published: a stage's samples are
-    # those of its own results, however late they were measured.
-    delivery_result_times: list[float] = field(default_factory=list)
+    # One per sample above (None for a request without the stamp), so a stage picks both alike.
+    delivery_latencies: list[float | None] = field(default_factory=list)
 
     @property
     def playing(self) -> int:
@@ -401,10 +399,11 @@ class PlaySite:
                 now = time.monotonic()
                 self.stats.pairing_latencies.append(now - last)
                 self.stats.pairing_latency_times.append(now)
+                delivery = None
                 if request.HasField("requested_at"):
                     since = (self.time_source.now() - request.requested_at.ToDatetime(tzinfo=UTC)).total_seconds()
-                    self.stats.delivery_latencies.append(self.time_source.real_seconds(since))
-                    self.stats.delivery_result_times.append(last)
+                    delivery = self.time_source.real_seconds(since)
+                self.stats.delivery_latencies.append(delivery)
 
     @property
     def backlog(self) -> int:
