@@ -45,7 +45,7 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     assert stage["pairing_consumed_per_s"] > 0 and stage["rating_updates_per_s"] > 0
     assert stage["result_to_next_pairing_ms"]["samples"] > 0 and stage["result_to_rating_updated_ms"]["samples"] > 0
     assert set(stage["cpu_percent"]) >= {"pairing", "rating", "clock", "arena", "openings", "tansu"}
-    # The four services off the measured path ran at the default niceness for the rate stage alone.
+    # The four services off the measured path ran at the default niceness during the rate stage.
     assert stage["off_path_nice"] == machine["config"]["off_path_nice"] == 10
     assert "services off the measured path run at niceness 10 (4 processes" in done.stderr
     assert ("stay at niceness" in done.stderr) is (os.geteuid() != 0)
@@ -62,6 +62,11 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
     assert burst["standings_per_s_with_building"] <= burst["standings_per_s"]
     assert burst["rated_per_s_with_building"] <= burst["rated_per_s"]
     assert burst["next_round_requested"] == 48
+    # The burst and the firehose measure rating too: only clock, arena and openings were niced for them.
+    assert burst["off_path_nice"] == 10
+    for stage_name in ("burst", "firehose"):
+        assert (f"{stage_name}: the services off the measured path run at niceness 10 (3 processes: clock, arena, "
+                "openings") in done.stderr
     # Two rounds one after the other, each whole; the figures are their medians.
     assert [r["results"] for r in burst["rounds"]] == [48, 48]
     assert all(r["next_round_requested"] == 48 and r["rated_games"] == 48 for r in burst["rounds"])
@@ -75,6 +80,7 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
                                               + burst["rounds"][1]["standings_per_s"]) / 2, 1)
     [firehose] = printed["firehose"]
     assert firehose["offered_results_per_s"] == 300 and firehose["rated_games_per_s"] > 0
+    assert firehose["off_path_nice"] == 10
     assert firehose["rated_per_s_while_offered"] is not None and firehose["rated_per_s_while_offered"] >= 0
     # How busy the whole machine was, and how much the host stole, beside each stage's own figures.
     for measured in (stage, *burst["rounds"], firehose):

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from arbiter.kit.eventloop import STOP_SIGNALS
@@ -112,40 +113,97 @@ def signals_deferred(say: Callable[[str], None]) -> Iterator[None]:
             signal.raise_signal(held[0])
 
 
-def set_niceness(pids: Sequence[int], niceness: int) -> dict[int, int]:
-    """Give every thread of each process `niceness`; returns each thread's previous value by thread id.
+@dataclass(frozen=True)
+class Niceness:
+    """What `set_niceness` changed: each thread's previous niceness, and each scheduling group's."""
 
-    Linux keeps a niceness per thread, and a process's threads started before the change keep theirs.
+    threads: Mapping[int, int]
+    # By a member's pid: an autogroup is one per session, and is written through any of its processes.
+    autogroups: Mapping[int, int]
+
+    def __bool__(self) -> bool:
+        return bool(self.threads or self.autogroups)
+
+
+def autogroup_niceness(pid: int | str) -> tuple[str, int] | None:
+    """The autogroup of `pid` and its niceness, or None without one (no such process, or autogroups off).
+
+    With autogroups on, the scheduler shares the CPU between sessions first and only then between
+    the threads of one session by their niceness: a thread's niceness alone does nothing against
+    a process of another session.
     """
-    previous: dict[int, int] = {}
+    try:
+        with open(f"/proc/{pid}/autogroup", encoding="ascii") as autogroup:
+            name, _word, niceness = autogroup.read().split()
+        with open("/proc/sys/kernel/sched_autogroup_enabled", encoding="ascii") as enabled:
+            if enabled.read().strip() != "1":
+                return None
+    except (FileNotFoundError, ProcessLookupError, ValueError):
+        return None
+    return name, int(niceness)
+
+
+def _set_autogroup_niceness(pid: int, niceness: int) -> None:
+    with open(f"/proc/{pid}/autogroup", "w", encoding="ascii") as autogroup:
+        autogroup.write(str(niceness))
+
+
+def set_niceness(pids: Sequence[int], niceness: int) -> Niceness:
+    """Give every thread of each process `niceness`, and its session's autogroup too unless it is ours.
+
+    Linux keeps a niceness per thread, and a process's threads started before the change keep
+    theirs. Where the scheduler groups by session (autogroups), a child in a session of its own
+    (`ManagedProcess`) competes with others as its whole autogroup, so that group is niced as well;
+    one shared with this process is left alone, or the caller would slow itself down.
+    """
+    threads: dict[int, int] = {}
+    autogroups: dict[int, int] = {}
+    own = autogroup_niceness("self")
+    niced_groups: set[str] = set()
     for pid in pids:
         try:
-            threads = [int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()]
+            members = [int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()]
         except FileNotFoundError:
             continue  # the process ended
-        for thread in threads:
+        for thread in members:
             try:
                 before = os.getpriority(os.PRIO_PROCESS, thread)
                 os.setpriority(os.PRIO_PROCESS, thread, niceness)
             except ProcessLookupError:
                 continue
-            previous[thread] = before
-    return previous
+            threads[thread] = before
+        group = autogroup_niceness(pid)
+        if group is None or (own is not None and group[0] == own[0]) or group[0] in niced_groups:
+            continue
+        try:
+            _set_autogroup_niceness(pid, niceness)
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue  # ended, or another user's
+        niced_groups.add(group[0])
+        autogroups[pid] = group[1]
+    return Niceness(threads, autogroups)
 
 
-def restore_niceness(previous: Mapping[int, int]) -> list[int]:
-    """Put each thread of `previous` back to its niceness; returns those it may not raise again.
+def restore_niceness(previous: Niceness) -> list[int]:
+    """Put each thread and autogroup of `previous` back to its niceness; returns the ids it may not raise again.
 
     Only a privileged user (CAP_SYS_NICE) may lower a niceness; the others stay where they are.
     """
     refused = []
-    for thread, niceness in previous.items():
+    for thread, niceness in previous.threads.items():
         try:
             os.setpriority(os.PRIO_PROCESS, thread, niceness)
         except ProcessLookupError:
             continue
         except PermissionError:
             refused.append(thread)
+    for pid, niceness in previous.autogroups.items():
+        try:
+            _set_autogroup_niceness(pid, niceness)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        except PermissionError:
+            refused.append(pid)
     return refused
 
 

@@ -7,7 +7,9 @@ Stages, in one run:
    (GameStarted + GameFinished, no moves) at most R results/s, published every `result_every_ms`;
    measured: achieved results/s, p50/p99 result -> next pairing, result -> rating updated, CPU per service.
    The services off that path (clock, arena, rating, openings) run at `off_path_nice` meanwhile, as
-   CPU weights would rank them where services share a host, and are put back for the stages after.
+   CPU weights would rank them where services share a host (each in its scheduling group too, see
+   `set_niceness`), and are put back for the stages after; the burst and the firehose nice those of
+   them off their own path (not rating, which they measure).
    The first stage starts once every round 1 is requested and every service's consumer groups have
    committed all they were sent, so that no stage times the setup's backlog (each burst below waits alike).
 4. burst: a whole round of many round robins, its games started, finishes at once: how fast pairing
@@ -34,7 +36,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -50,7 +52,7 @@ from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.contracts import tournament_pb2_grpc
 from arbiter.devstack.chaos import group_lag
-from arbiter.devstack.processes import restore_niceness, set_niceness
+from arbiter.devstack.processes import Niceness, restore_niceness, set_niceness
 from arbiter.kit import events
 from arbiter.kit.events import timestamp
 from arbiter.kit.kafka import outbox_publisher, topic_partitions
@@ -63,6 +65,8 @@ from arbiter.simulator.scenario import TOURNAMENT_LEAD_SECONDS, channel_to, perc
 
 log = logging.getLogger(__name__)
 SERVICES = ("pairing", "clock", "arena", "rating", "openings")
+# Off the result -> next pairing path, but what the burst and the firehose time: not niced for them.
+MEASURED_AFTER_RATES = ("rating",)
 # The first second of a firehose stage fills the pipeline: its output rate is not yet the sustained one.
 FIREHOSE_WARM_UP_SECONDS = 1.0
 
@@ -91,9 +95,11 @@ class BenchConfig:
     # that the most read partitions (game.started, game.finished) pile up and made the 1,000/s stage's
     # p99 108.6 ms instead of 59.2 (tansu 55% of a core instead of 34%; issue 9 note).
     result_every_ms: int = 20
-    # Niceness of the services off the result -> next pairing path (Target.off_path_pids) during the
-    # rate stages (0: left alone): on two shared cores the pairing path otherwise waits behind their
-    # work. Back to theirs for the burst and the firehose, which measure the rating service.
+    # Niceness of the services off the measured path (Target.off_path_pids) during each stage after the
+    # played games (0: left alone): on two shared cores the measured path otherwise waits behind their
+    # work. The burst and the firehose measure the rating service, which they leave alone
+    # (MEASURED_AFTER_RATES). Each service is a scheduling group of its own (its session's autogroup),
+    # niced as a whole: with only its threads niced, two services on one core split it evenly (issue 9 note).
     off_path_nice: int = 0
     firehose_seconds: float = 6.0
     # Real seconds to wait for the rating service to drain a firehose stage.
@@ -122,8 +128,8 @@ class Target:
     # Per service, each consumer group id and the topics it reads (SystemStack.consumer_groups): the
     # burst reads the services' progress from their committed offsets, not from their /metrics.
     consumer_groups: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
-    # The processes of the services off the result -> next pairing path (see BenchConfig.off_path_nice).
-    off_path_pids: tuple[int, ...] = ()
+    # By service, the processes off the result -> next pairing path (see BenchConfig.off_path_nice).
+    off_path_pids: dict[str, int] = field(default_factory=dict)
 
     def all_consumer_groups(self) -> dict[str, tuple[str, ...]]:
         """Every service's consumer groups, each with the topics it reads."""
@@ -739,6 +745,27 @@ async def first_round_requested(target: Target, playsite: PlaySite, count: int, 
     return created, games
 
 
+def nice_off_path(pids: Mapping[str, int], niceness: int, stage: str, say: Callable[[str], None]) -> Niceness:
+    """Give the processes `pids` (by service) `niceness` for `stage` (0: left alone); what changed, to put back."""
+    niced = set_niceness(list(pids.values()), niceness) if niceness and pids else Niceness({}, {})
+    if niced:
+        say(f"{stage}: the services off the measured path run at niceness {niceness} ({len(pids)} processes: "
+            f"{', '.join(pids)}; {len(niced.threads)} threads, {len(niced.autogroups)} scheduling groups)")
+    return niced
+
+
+def put_back(niced: Niceness, niceness: int, stage: str, say: Callable[[str], None]) -> None:
+    """Undo `nice_off_path` where allowed, saying what stays niced."""
+    if niced and restore_niceness(niced):
+        say(f"{stage}: the services off the measured path stay at niceness {niceness} for the later stages: "
+            "raising a process's priority again takes CAP_SYS_NICE")
+
+
+def off_path_after_rates(target: Target) -> dict[str, int]:
+    """The off-path services that the burst and the firehose do not time (all but MEASURED_AFTER_RATES)."""
+    return {name: pid for name, pid in target.off_path_pids.items() if name not in MEASURED_AFTER_RATES}
+
+
 async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], None]) -> list[dict[str, Any]]:
     """Tournament results at rising offered rates."""
     prefix = f"br{uuid.uuid4().hex[:4]}-"
@@ -749,7 +776,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
     await playsite.start()
     await watch.start()
     stages = []
-    niced: dict[int, int] = {}
+    niced = Niceness({}, {})
     try:
         started = time.monotonic()
         created, games = await first_round_requested(target, playsite, config.tournaments, config.entrants, prefix,
@@ -765,10 +792,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
             f"{'every service has read the setup' if quiet else 'the services still read the setup'}")
         pairing_only = {name: url for name, url in target.metrics.items() if name == "pairing"}
         part_series = [series for _, series in PAIRING_PARTS]
-        niced = set_niceness(target.off_path_pids, config.off_path_nice) if config.off_path_nice else {}
-        if niced:
-            say(f"rates: the services off the measured path run at niceness {config.off_path_nice} "
-                f"({len(target.off_path_pids)} processes, {len(niced)} threads)")
+        niced = nice_off_path(target.off_path_pids, config.off_path_nice, "rates", say)
         for rate in config.rates:
             playsite.result_rate = float(rate)
             before = await Reading.read(target.metrics)
@@ -827,9 +851,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                 break
     finally:
         playsite.result_rate = 0.0
-        if niced and restore_niceness(niced):
-            say(f"rates: the services off the measured path stay at niceness {config.off_path_nice} for the "
-                "later stages: raising a process's priority again takes CAP_SYS_NICE")
+        put_back(niced, config.off_path_nice, "rates", say)
         await watch.stop()
         await playsite.stop()
     return stages
@@ -868,8 +890,11 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
                                                         config.entrants, prefix, share=1.0, patience=90)
         say(f"burst: {len(created)} round robins of {config.entrants}; round 1 requested "
             f"({playsite.backlog} of {expected} games)")
+        niced = nice_off_path(off_path_after_rates(target), config.off_path_nice, "burst", say)
+        running.callback(put_back, niced, config.off_path_nice, "burst", say)
         for number in range(1, max(1, config.burst_rounds) + 1):
             one = await _one_burst(target, config, playsite, watch, committed)
+            one["off_path_nice"] = config.off_path_nice if niced else 0
             rounds.append(one)
             say(f"burst, round {number}: its games started and read in {one['started_in_seconds']} s; "
                 f"{one['results']} results built in {one['built_in_seconds']} s, published "
@@ -1031,6 +1056,7 @@ async def firehose(target: Target, config: BenchConfig, say: Callable[[str], Non
     players = [f"bf{tag}-{i:05d}" for i in range(20_000)]
     results = []
     serial = 0
+    niced = nice_off_path(off_path_after_rates(target), config.off_path_nice, "firehose", say)
     try:
         for rate in config.firehose_rates:
             total = int(rate * config.firehose_seconds)
@@ -1068,6 +1094,7 @@ async def firehose(target: Target, config: BenchConfig, say: Callable[[str], Non
                 "rating_updates": watch.count - updates_before,
                 "result_to_rating_updated_ms": latency_ms(sent, watch.first_seen, list(sent)),
                 "cpu_percent": _cpu(cpu_before, cpu_after, drained),
+                "off_path_nice": config.off_path_nice if niced else 0,
                 "host": host,
             }
             results.append(stage)
@@ -1075,6 +1102,7 @@ async def firehose(target: Target, config: BenchConfig, say: Callable[[str], Non
                 f"offered, {stage['rated_games_per_s']} games/s over the stage and its drain, "
                 f"latency {stage['result_to_rating_updated_ms']}; {_host_words(host)}")
     finally:
+        put_back(niced, config.off_path_nice, "firehose", say)
         await producer.stop()
         await watch.stop()
     return results
@@ -1218,8 +1246,10 @@ def summary(report: Report) -> str:
     if report.burst:
         b = report.burst
         each = b["rounds"]
-        lines.append(f"a whole round at once ({b['tournaments']} round robins, their games started first and read "
-                     f"in {b['started_in_seconds']} s, {b['results']} results built in "
+        burst_nice = b.get("off_path_nice")
+        niced_off_path = f", the services off its path at niceness {burst_nice}" if burst_nice else ""
+        lines.append(f"a whole round at once ({b['tournaments']} round robins{niced_off_path}, their games started "
+                     f"first and read in {b['started_in_seconds']} s, {b['results']} results built in "
                      f"{b['built_in_seconds']} s and published at {b['published_per_s']}/s; medians of "
                      f"{len(each)} rounds): from the first publication standings took them at "
                      f"{b['standings_per_s']}/s, ratings at {b['rated_per_s']}/s "
@@ -1232,7 +1262,9 @@ def summary(report: Report) -> str:
             per_round = ", ".join(f"{r['standings_per_s']} / {r['rated_per_s']}" for r in each)
             lines.append(f"  each round, standings / ratings per s: {per_round}")
     if report.firehose:
-        lines.append("results straight onto game.finished (rating service throughput):")
+        firehose_nice = report.firehose[0].get("off_path_nice")
+        niced_off_path = f", the services off its path at niceness {firehose_nice}" if firehose_nice else ""
+        lines.append(f"results straight onto game.finished (rating service throughput{niced_off_path}):")
         for f in report.firehose:
             ru = f["result_to_rating_updated_ms"]
             lines.append(f"  offered {f['offered_results_per_s']:>6}/s sent {f['achieved_send_per_s']:>8}/s -> rated "

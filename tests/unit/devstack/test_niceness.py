@@ -1,4 +1,9 @@
-"""set_niceness / restore_niceness: every thread of a process, and back (the benchmark's off-path services)."""
+"""set_niceness / restore_niceness: every thread of a process and its own session's scheduling group, and back.
+
+The benchmark nices its off-path services; each runs in a session of its own (ManagedProcess), and
+where the kernel groups by session (autogroups) a thread's niceness alone weighs nothing against
+another session's processes.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.devstack.processes import restore_niceness, set_niceness
+from arbiter.devstack.processes import autogroup_niceness, restore_niceness, set_niceness
 
 # A process with a second thread, started before any change (Linux keeps a niceness per thread).
 TWO_THREADS = "import threading, time; threading.Thread(target=time.sleep, args=(60,)).start(); time.sleep(60)"
@@ -21,25 +26,45 @@ def threads_of(pid: int) -> list[int]:
     return sorted(int(task.name) for task in Path(f"/proc/{pid}/task").iterdir())
 
 
-@pytest.fixture
-def child() -> Iterator[subprocess.Popen[bytes]]:
-    process = subprocess.Popen([sys.executable, "-c", TWO_THREADS])
+def started(own_session: bool) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen([sys.executable, "-c", TWO_THREADS], start_new_session=own_session)
     try:
         deadline = time.monotonic() + 10
         while len(threads_of(process.pid)) < 2:
             assert time.monotonic() < deadline, "the child never started its second thread"
             time.sleep(0.01)
-        yield process
-    finally:
+    except BaseException:
         process.kill()
         process.wait()
+        raise
+    return process
+
+
+@pytest.fixture
+def child() -> Iterator[subprocess.Popen[bytes]]:
+    """A child in this test's session: its scheduling group is ours."""
+    process = started(own_session=False)
+    yield process
+    process.kill()
+    process.wait()
+
+
+@pytest.fixture
+def session_child() -> Iterator[subprocess.Popen[bytes]]:
+    """A child in a session of its own, as the stack starts its services."""
+    process = started(own_session=True)
+    yield process
+    process.kill()
+    process.wait()
 
 
 def test_every_thread_gets_the_niceness_and_gets_its_own_back(child: subprocess.Popen[bytes]) -> None:
     threads = threads_of(child.pid)
     before = {thread: os.getpriority(os.PRIO_PROCESS, thread) for thread in threads}
     previous = set_niceness([child.pid], 10)
-    assert previous == before
+    assert previous.threads == before
+    # Its scheduling group is this process's own: niced, it would slow the caller down as well.
+    assert previous.autogroups == {}
     assert {os.getpriority(os.PRIO_PROCESS, thread) for thread in threads} == {10}
     refused = restore_niceness(previous)
     if os.geteuid() == 0:
@@ -53,7 +78,54 @@ def test_ended_processes_and_threads_are_skipped(child: subprocess.Popen[bytes])
     ended = subprocess.Popen([sys.executable, "-c", "pass"])
     ended.wait()
     previous = set_niceness([ended.pid, child.pid], 5)
-    assert sorted(previous) == threads_of(child.pid)
+    assert sorted(previous.threads) == threads_of(child.pid)
     child.kill()
     child.wait()
+    assert restore_niceness(previous) == []
+
+
+def test_a_child_in_a_session_of_its_own_has_its_scheduling_group_niced_and_put_back(
+        session_child: subprocess.Popen[bytes]) -> None:
+    group = autogroup_niceness(session_child.pid)
+    if group is None:
+        pytest.skip("this kernel does not group by session (no autogroups): thread niceness is all there is")
+    assert group[0] != autogroup_niceness("self")[0]  # type: ignore[index]
+    previous = set_niceness([session_child.pid], 10)
+    assert previous.autogroups == {session_child.pid: group[1]}
+    assert autogroup_niceness(session_child.pid) == (group[0], 10)
+    assert {os.getpriority(os.PRIO_PROCESS, thread) for thread in threads_of(session_child.pid)} == {10}
+    refused = restore_niceness(previous)
+    if os.geteuid() == 0:
+        assert refused == []
+        assert autogroup_niceness(session_child.pid) == group
+    else:  # lowering a group's niceness takes CAP_SYS_NICE too
+        assert session_child.pid in refused
+        assert autogroup_niceness(session_child.pid) == (group[0], 10)
+
+
+def test_processes_sharing_a_session_nice_their_group_once() -> None:
+    # A shell in a session of its own and the sleep it started there, as a service and its own child.
+    shell = subprocess.Popen(["/bin/sh", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE,
+                             start_new_session=True)
+    try:
+        assert shell.stdout is not None
+        sleeper = int(shell.stdout.readline())
+        group = autogroup_niceness(shell.pid)
+        if group is None:
+            pytest.skip("this kernel does not group by session (no autogroups)")
+        assert autogroup_niceness(sleeper) == group
+        previous = set_niceness([shell.pid, sleeper], 7)
+        assert previous.autogroups == {shell.pid: group[1]}
+        assert autogroup_niceness(sleeper) == (group[0], 7)
+        restore_niceness(previous)
+    finally:
+        os.killpg(shell.pid, 9)
+        shell.wait()
+
+
+def test_nothing_changed_is_false_and_an_ended_process_changes_nothing() -> None:
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    previous = set_niceness([ended.pid], 10)
+    assert not previous and previous.threads == {} and previous.autogroups == {}
     assert restore_niceness(previous) == []

@@ -79,10 +79,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                              "fetches, each of which tansu pays for")
     parser.add_argument("--off-path-nice", type=int, choices=range(0, 20), metavar="{0..19}",
                         default=BENCH_OFF_PATH_NICE,
-                        help=f"niceness of {', '.join(OFF_PATH_SERVICES)} during the rate stages (default "
+                        help=f"niceness of {', '.join(OFF_PATH_SERVICES)} during the rate stages, and of "
+                             "those but rating during the burst, which measures it (default "
                              f"{BENCH_OFF_PATH_NICE}; 0 leaves them as they are): where services share "
-                             "a host, CPU weights put the result -> next pairing path first, as this does on "
-                             "the two cores; put back for the burst and the firehose, which measure rating")
+                             "a host, CPU weights put the measured path first, as this does on the two cores "
+                             "(each service's scheduling group too); put back for the firehose")
     parser.add_argument("--burst-rounds", type=int, choices=range(1, 16), metavar="{1..15}",
                         help="whole rounds released one after the other in the burst stage (default 3; "
                              "its figures are their medians)")
@@ -173,8 +174,8 @@ def run(args: argparse.Namespace) -> int:
                 rating=stack.services["rating"].grpc_address,
                 auth_signing_key=stack.auth_signing_key, watch_fetch_wait_ms=args.fetch_wait_ms,
                 consumer_groups=stack.consumer_groups(),
-                off_path_pids=tuple(process.pid for name in OFF_PATH_SERVICES
-                                    if (process := stack.services[name].process) is not None),
+                off_path_pids={name: process.pid for name in OFF_PATH_SERVICES
+                               if (process := stack.services[name].process) is not None},
             )
             report = run_stoppable(args.event_loop, lambda: run_bench(target, config, say))
             # What each consumer process was given: the services' own settings, the in-process readers' shared ones.
