@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,36 +27,32 @@ def threads_of(pid: int) -> list[int]:
     return sorted(int(task.name) for task in Path(f"/proc/{pid}/task").iterdir())
 
 
-def started(own_session: bool) -> subprocess.Popen[bytes]:
+@contextmanager
+def two_thread_child(own_session: bool) -> Iterator[subprocess.Popen[bytes]]:
     process = subprocess.Popen([sys.executable, "-c", TWO_THREADS], start_new_session=own_session)
     try:
         deadline = time.monotonic() + 10
         while len(threads_of(process.pid)) < 2:
             assert time.monotonic() < deadline, "the child never started its second thread"
             time.sleep(0.01)
-    except BaseException:
+        yield process
+    finally:
         process.kill()
         process.wait()
-        raise
-    return process
 
 
 @pytest.fixture
 def child() -> Iterator[subprocess.Popen[bytes]]:
     """A child in this test's session: its scheduling group is ours."""
-    process = started(own_session=False)
-    yield process
-    process.kill()
-    process.wait()
+    with two_thread_child(own_session=False) as process:
+        yield process
 
 
 @pytest.fixture
 def session_child() -> Iterator[subprocess.Popen[bytes]]:
     """A child in a session of its own, as the stack starts its services."""
-    process = started(own_session=True)
-    yield process
-    process.kill()
-    process.wait()
+    with two_thread_child(own_session=True) as process:
+        yield process
 
 
 def test_every_thread_gets_the_niceness_and_gets_its_own_back(child: subprocess.Popen[bytes]) -> None:
