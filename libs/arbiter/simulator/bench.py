@@ -757,7 +757,7 @@ def nice_off_path(pids: Mapping[str, int], niceness: int, stage: str, say: Calla
 def put_back(niced: Niceness, niceness: int, stage: str, say: Callable[[str], None]) -> None:
     """Undo `nice_off_path` where allowed, saying what stays niced."""
     if niced and restore_niceness(niced):
-        say(f"{stage}: the services off the measured path stay at niceness {niceness} for the later stages: "
+        say(f"{stage}: the services off the measured path stay at niceness {niceness} for the rest of the run: "
             "raising a process's priority again takes CAP_SYS_NICE")
 
 
