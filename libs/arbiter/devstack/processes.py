@@ -125,20 +125,26 @@ class Niceness:
         return bool(self.threads or self.autogroups)
 
 
-def autogroup_niceness(pid: int | str) -> tuple[str, int] | None:
-    """The autogroup of `pid` and its niceness, or None without one (no such process, or autogroups off).
+def autogroups_enabled(path: str = "/proc/sys/kernel/sched_autogroup_enabled") -> bool:
+    """Whether the scheduler groups processes by session (autogroups).
 
-    With autogroups on, the scheduler shares the CPU between sessions first and only then between
-    the threads of one session by their niceness: a thread's niceness alone does nothing against
-    a process of another session.
+    With autogroups on, it shares the CPU between sessions first and only then between the
+    threads of one session by their niceness: a thread's niceness alone does nothing against a
+    process of another session.
     """
+    try:
+        with open(path, encoding="ascii") as enabled:
+            return enabled.read().strip() == "1"
+    except FileNotFoundError:
+        return False
+
+
+def autogroup_niceness(pid: int | str) -> tuple[str, int] | None:
+    """The autogroup of `pid` and its niceness; None for a process that ended or a kernel without them."""
     try:
         with open(f"/proc/{pid}/autogroup", encoding="ascii") as autogroup:
             name, _word, niceness = autogroup.read().split()
-        with open("/proc/sys/kernel/sched_autogroup_enabled", encoding="ascii") as enabled:
-            if enabled.read().strip() != "1":
-                return None
-    except (FileNotFoundError, ProcessLookupError, ValueError):
+    except (FileNotFoundError, ProcessLookupError):
         return None
     return name, int(niceness)
 
@@ -148,17 +154,20 @@ def _set_autogroup_niceness(pid: int, niceness: int) -> None:
         autogroup.write(str(niceness))
 
 
-def set_niceness(pids: Sequence[int], niceness: int) -> Niceness:
+def set_niceness(pids: Sequence[int], niceness: int, by_session: bool | None = None) -> Niceness:
     """Give every thread of each process `niceness`, and its session's autogroup too unless it is ours.
 
     Linux keeps a niceness per thread, and a process's threads started before the change keep
-    theirs. Where the scheduler groups by session (autogroups), a child in a session of its own
-    (`ManagedProcess`) competes with others as its whole autogroup, so that group is niced as well;
-    one shared with this process is left alone, or the caller would slow itself down.
+    theirs. Where the scheduler groups by session (`by_session`, by default `autogroups_enabled()`),
+    a child in a session of its own (`ManagedProcess`) competes with others as its whole autogroup,
+    so that group is niced as well; one shared with this process is left alone, or the caller
+    would slow itself down.
     """
     threads: dict[int, int] = {}
     autogroups: dict[int, int] = {}
-    own = autogroup_niceness("self")
+    if by_session is None:
+        by_session = autogroups_enabled()
+    own = autogroup_niceness("self") if by_session else None
     niced_groups: set[str] = set()
     for pid in pids:
         try:
@@ -172,7 +181,7 @@ def set_niceness(pids: Sequence[int], niceness: int) -> Niceness:
             except ProcessLookupError:
                 continue
             threads[thread] = before
-        group = autogroup_niceness(pid)
+        group = autogroup_niceness(pid) if by_session else None
         if group is None or (own is not None and group[0] == own[0]) or group[0] in niced_groups:
             continue
         try:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.devstack.processes import autogroup_niceness, restore_niceness, set_niceness
+from arbiter.devstack.processes import autogroup_niceness, autogroups_enabled, restore_niceness, set_niceness
 
 # A process with a second thread, started before any change (Linux keeps a niceness per thread).
 TWO_THREADS = "import threading, time; threading.Thread(target=time.sleep, args=(60,)).start(); time.sleep(60)"
@@ -81,13 +81,17 @@ def test_ended_processes_and_threads_are_skipped(child: subprocess.Popen[bytes])
     assert restore_niceness(previous) == []
 
 
+# Every process of a kernel built with autogroups has one, whether the scheduler uses them now or not.
+NO_AUTOGROUPS = "this kernel has no autogroups (/proc/PID/autogroup): this machine kind's has"
+
+
 def test_a_child_in_a_session_of_its_own_has_its_scheduling_group_niced_and_put_back(
         session_child: subprocess.Popen[bytes]) -> None:
     group = autogroup_niceness(session_child.pid)
-    if group is None:
-        pytest.skip("this kernel does not group by session (no autogroups): thread niceness is all there is")
-    assert group[0] != autogroup_niceness("self")[0]  # type: ignore[index]
-    previous = set_niceness([session_child.pid], 10)
+    own = autogroup_niceness("self")
+    assert group is not None and own is not None, NO_AUTOGROUPS
+    assert group[0] != own[0]
+    previous = set_niceness([session_child.pid], 10, by_session=True)
     assert previous.autogroups == {session_child.pid: group[1]}
     assert autogroup_niceness(session_child.pid) == (group[0], 10)
     assert {os.getpriority(os.PRIO_PROCESS, thread) for thread in threads_of(session_child.pid)} == {10}
@@ -108,10 +112,9 @@ def test_processes_sharing_a_session_nice_their_group_once() -> None:
         assert shell.stdout is not None
         sleeper = int(shell.stdout.readline())
         group = autogroup_niceness(shell.pid)
-        if group is None:
-            pytest.skip("this kernel does not group by session (no autogroups)")
+        assert group is not None, NO_AUTOGROUPS
         assert autogroup_niceness(sleeper) == group
-        previous = set_niceness([shell.pid, sleeper], 7)
+        previous = set_niceness([shell.pid, sleeper], 7, by_session=True)
         assert previous.autogroups == {shell.pid: group[1]}
         assert autogroup_niceness(sleeper) == (group[0], 7)
         restore_niceness(previous)
@@ -126,3 +129,21 @@ def test_nothing_changed_is_false_and_an_ended_process_changes_nothing() -> None
     previous = set_niceness([ended.pid], 10)
     assert not previous and previous.threads == {} and previous.autogroups == {}
     assert restore_niceness(previous) == []
+
+
+def test_where_the_scheduler_does_not_group_by_session_only_the_threads_are_niced(
+        session_child: subprocess.Popen[bytes]) -> None:
+    group = autogroup_niceness(session_child.pid)
+    previous = set_niceness([session_child.pid], 10, by_session=False)
+    assert previous.autogroups == {}
+    assert autogroup_niceness(session_child.pid) == group
+    assert {os.getpriority(os.PRIO_PROCESS, thread) for thread in threads_of(session_child.pid)} == {10}
+    restore_niceness(previous)
+
+
+@pytest.mark.parametrize(("content", "enabled"), [("1\n", True), ("0\n", False), (None, False)])
+def test_autogroups_are_on_when_the_kernel_says_1(tmp_path: Path, content: str | None, enabled: bool) -> None:
+    setting = tmp_path / "sched_autogroup_enabled"
+    if content is not None:  # None: a kernel built without them has no such file
+        setting.write_text(content)
+    assert autogroups_enabled(str(setting)) is enabled

@@ -8,8 +8,7 @@ import time
 
 from arbiter.simulator.bench import (
     HostTicks, Report, burst_medians, busy_percent, host_cpu_ticks, host_load, of_results_in, python_loop_ns,
-    rate_while_offered,
-    socket_round_trip_us, stolen_percent, summary, targets, wait_settled,
+    rate_while_offered, socket_round_trip_us, stolen_percent, summary, targets, wait_settled,
 )
 
 

@@ -32,9 +32,11 @@ BENCH_OFF_PATH_FETCH_WAIT_MS = 100
 # and 46.3 / 56.6 ms, p99 147.1 / 153.6 and 118.6 / 129.6 ms (issue 9 note).
 BENCH_OFF_PATH_FETCH_MIN_BYTES = 64 * 1024
 FULLER_FETCH_SERVICES = ("arena", "rating", "openings")
-# Niceness of the off-path services during the rate stages. Five alternated pairs at 1,000 results/s,
-# p99 result -> next pairing with / without: 99.9 / 317.2, 86.4 / 110.2, 200.8 / 231.6, 269.3 / 489.0
-# and 204.4 / 254.8 ms: lower in every pair, the host's drift larger still (issue 9 note).
+# Niceness of the off-path services during the stages. Each service runs in a session of its own,
+# which the kernel schedules as one group (autogroups): the threads' niceness alone changed nothing
+# (two spinning processes on one core split it 1.53 / 1.53 s; niced in their group too, 2.73 / 0.33 s).
+# With the groups niced, p99 result -> next pairing at 1,000/s was lower in six alternated pairs of
+# six, e.g. 286.3 / 414.6 and 83.7 / 131.8 ms with / without (issue 9 note).
 BENCH_OFF_PATH_NICE = 10
 EMBEDDED_BROKER_NOTE = (
     "the embedded tansu keeps every produced batch and lists all of a partition's batches on each fetch "
@@ -80,10 +82,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--off-path-nice", type=int, choices=range(0, 20), metavar="{0..19}",
                         default=BENCH_OFF_PATH_NICE,
                         help=f"niceness of {', '.join(OFF_PATH_SERVICES)} during the rate stages, and of "
-                             "those but rating during the burst, which measures it (default "
-                             f"{BENCH_OFF_PATH_NICE}; 0 leaves them as they are): where services share "
-                             "a host, CPU weights put the measured path first, as this does on the two cores "
-                             "(each service's scheduling group too); put back for the firehose")
+                             "those but rating (which they measure) during the burst and the firehose (default "
+                             f"{BENCH_OFF_PATH_NICE}; 0 leaves them as they are): where services share a host, "
+                             "CPU weights put the measured path first, as this does on the two cores, for each "
+                             "service's threads and its scheduling group")
     parser.add_argument("--burst-rounds", type=int, choices=range(1, 16), metavar="{1..15}",
                         help="whole rounds released one after the other in the burst stage (default 3; "
                              "its figures are their medians)")
