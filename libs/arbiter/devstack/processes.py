@@ -139,13 +139,21 @@ def autogroups_enabled(path: str = "/proc/sys/kernel/sched_autogroup_enabled") -
         return False
 
 
-def autogroup_niceness(pid: int | str) -> tuple[str, int] | None:
-    """The autogroup of `pid` and its niceness; None for a process that ended or a kernel without them."""
+def autogroup_niceness(pid: int | str, proc: str = "/proc") -> tuple[str, int] | None:
+    """The autogroup of `pid` and its niceness; None if it has none of its own, has ended, or the kernel has none.
+
+    The kernel prints nothing for a process of the default group, which holds every process
+    descended from init without a `setsid` on the way (a CI runner's, for one): the scheduler
+    weighs those as the root group, which no autogroup file can renice.
+    """
     try:
-        with open(f"/proc/{pid}/autogroup", encoding="ascii") as autogroup:
-            name, _word, niceness = autogroup.read().split()
+        with open(f"{proc}/{pid}/autogroup", encoding="ascii") as autogroup:
+            fields = autogroup.read().split()
     except (FileNotFoundError, ProcessLookupError):
         return None
+    if not fields:
+        return None
+    name, _word, niceness = fields
     return name, int(niceness)
 
 
