@@ -69,9 +69,12 @@ class Outbox:
     async def add(self, connection: asyncpg.Connection, *events: Message, causation_id: str = "") -> None:
         """Save `events` (meta stamped) in the transaction `connection` is in."""
         rows = []
+        # One instant for the whole call, which commits as one: a clock read per event cost 1% of
+        # pairing's CPU in a whole round finishing at once (5,625 events).
+        now = self.time_source.now()
         for event in events:
             topic = topic_of(event)
-            stamp_meta(event, self.producer, self.time_source.now(), causation_id)
+            stamp_meta(event, self.producer, now, causation_id)
             rows.append((
                 topic.name, topic.key_of(event), event.SerializeToString(),
                 event.meta.event_id, event_type_of(event),  # type: ignore[attr-defined]
