@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from arbiter.kit.eventloop import STOP_SIGNALS
@@ -117,9 +117,9 @@ def signals_deferred(say: Callable[[str], None]) -> Iterator[None]:
 class Niceness:
     """What `set_niceness` changed: each thread's previous niceness, and each scheduling group's."""
 
-    threads: Mapping[int, int]
+    threads: Mapping[int, int] = field(default_factory=dict)
     # By a member's pid: an autogroup is one per session, and is written through any of its processes.
-    autogroups: Mapping[int, int]
+    autogroups: Mapping[int, int] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.threads or self.autogroups)

@@ -747,11 +747,16 @@ async def first_round_requested(target: Target, playsite: PlaySite, count: int, 
 
 def nice_off_path(pids: Mapping[str, int], niceness: int, stage: str, say: Callable[[str], None]) -> Niceness:
     """Give the processes `pids` (by service) `niceness` for `stage` (0: left alone); what changed, to put back."""
-    niced = set_niceness(list(pids.values()), niceness) if niceness and pids else Niceness({}, {})
+    niced = set_niceness(list(pids.values()), niceness) if niceness and pids else Niceness()
     if niced:
         say(f"{stage}: the services off the measured path run at niceness {niceness} ({len(pids)} processes: "
             f"{', '.join(pids)}; {len(niced.threads)} threads, {len(niced.autogroups)} scheduling groups)")
     return niced
+
+
+def niceness_run_at(niced: Niceness, niceness: int) -> int:
+    """The niceness a stage's off-path services ran at, for its report: 0 where nothing was niced."""
+    return niceness if niced else 0
 
 
 def put_back(niced: Niceness, niceness: int, stage: str, say: Callable[[str], None]) -> None:
@@ -776,7 +781,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
     await playsite.start()
     await watch.start()
     stages = []
-    niced = Niceness({}, {})
+    niced = Niceness()
     try:
         started = time.monotonic()
         created, games = await first_round_requested(target, playsite, config.tournaments, config.entrants, prefix,
@@ -836,7 +841,7 @@ async def rate_stages(target: Target, config: BenchConfig, say: Callable[[str], 
                 # Wall time each service's event loop spent collecting garbage (part of its CPU above).
                 "gc_percent": _cpu(before.collecting(), after.collecting(), elapsed),
                 "pairing_parts_mean_ms": {label: parts.get(series) for label, series in PAIRING_PARTS},
-                "off_path_nice": config.off_path_nice if niced else 0,
+                "off_path_nice": niceness_run_at(niced, config.off_path_nice),
                 "host": host,
             }
             stages.append(stage)
@@ -894,7 +899,7 @@ async def round_burst(target: Target, config: BenchConfig, say: Callable[[str], 
         running.callback(put_back, niced, config.off_path_nice, "burst", say)
         for number in range(1, max(1, config.burst_rounds) + 1):
             one = await _one_burst(target, config, playsite, watch, committed)
-            one["off_path_nice"] = config.off_path_nice if niced else 0
+            one["off_path_nice"] = niceness_run_at(niced, config.off_path_nice)
             rounds.append(one)
             say(f"burst, round {number}: its games started and read in {one['started_in_seconds']} s; "
                 f"{one['results']} results built in {one['built_in_seconds']} s, published "
@@ -1094,7 +1099,7 @@ async def firehose(target: Target, config: BenchConfig, say: Callable[[str], Non
                 "rating_updates": watch.count - updates_before,
                 "result_to_rating_updated_ms": latency_ms(sent, watch.first_seen, list(sent)),
                 "cpu_percent": _cpu(cpu_before, cpu_after, drained),
-                "off_path_nice": config.off_path_nice if niced else 0,
+                "off_path_nice": niceness_run_at(niced, config.off_path_nice),
                 "host": host,
             }
             results.append(stage)
@@ -1196,6 +1201,11 @@ async def run_bench(target: Target, config: BenchConfig, say: Callable[[str], No
     return report
 
 
+def _off_path_words(stage: Mapping[str, Any]) -> str:
+    nice = stage.get("off_path_nice")
+    return f", the services off its path at niceness {nice}" if nice else ""
+
+
 def summary(report: Report) -> str:
     """The figures as people read them."""
     machine = report.machine
@@ -1223,10 +1233,8 @@ def summary(report: Report) -> str:
     if report.stages:
         every = (machine.get("config") or {}).get("result_every_ms")
         published = f" published every {every} ms" if every else ""
-        nice = report.stages[0].get("off_path_nice")
-        niced = f", the services off the path at niceness {nice}" if nice else ""
         lines.append(f"tournament results at rising offered rates (instant results{published}, round robins of 16"
-                     f"{niced}):")
+                     f"{_off_path_words(report.stages[0])}):")
         lines.append(f"  {'offered':>8} {'results/s':>9} {'pairing/s':>9} {'rating upd/s':>12} "
                      f"{'next pairing p50/p99 ms':>24} {'of it, delivery p50/p99':>24} "
                      f"{'rating updated p50/p99 ms':>26}  CPU % per service and server (+ play site)")
@@ -1246,9 +1254,7 @@ def summary(report: Report) -> str:
     if report.burst:
         b = report.burst
         each = b["rounds"]
-        burst_nice = b.get("off_path_nice")
-        niced_off_path = f", the services off its path at niceness {burst_nice}" if burst_nice else ""
-        lines.append(f"a whole round at once ({b['tournaments']} round robins{niced_off_path}, their games started "
+        lines.append(f"a whole round at once ({b['tournaments']} round robins{_off_path_words(b)}, their games started "
                      f"first and read in {b['started_in_seconds']} s, {b['results']} results built in "
                      f"{b['built_in_seconds']} s and published at {b['published_per_s']}/s; medians of "
                      f"{len(each)} rounds): from the first publication standings took them at "
@@ -1262,9 +1268,8 @@ def summary(report: Report) -> str:
             per_round = ", ".join(f"{r['standings_per_s']} / {r['rated_per_s']}" for r in each)
             lines.append(f"  each round, standings / ratings per s: {per_round}")
     if report.firehose:
-        firehose_nice = report.firehose[0].get("off_path_nice")
-        niced_off_path = f", the services off its path at niceness {firehose_nice}" if firehose_nice else ""
-        lines.append(f"results straight onto game.finished (rating service throughput{niced_off_path}):")
+        lines.append(f"results straight onto game.finished (rating service throughput"
+                     f"{_off_path_words(report.firehose[0])}):")
         for f in report.firehose:
             ru = f["result_to_rating_updated_ms"]
             lines.append(f"  offered {f['offered_results_per_s']:>6}/s sent {f['achieved_send_per_s']:>8}/s -> rated "
