@@ -18,11 +18,20 @@ from arbiter.kit.eventloop import DEFAULT_EVENT_LOOP, EVENT_LOOPS, interrupt_onc
 BENCH_TIME_SCALE = 60.0
 # Per Kafka hop on tansu the latency is spread evenly over the fetch wait: 20 ms keeps it below the targets.
 BENCH_FETCH_WAIT_MS = 20
-# The services whose consumers are no hop of result -> next pairing. On tansu every fetch that returns
-# records lists the partition's batches, so each poll costs the broker more the longer it runs; these
-# poll five times less often. Three alternated pairs at 1,000 results/s: tansu 56-62% of a core with 20 ms
-# for them too, 46-50% with 100 ms; the firehose rated 4,821 games/s on average against 4,989 (issue 9 note).
+# The services whose consumers are no hop of result -> next pairing: niced in the rate stages.
 OFF_PATH_SERVICES = ("clock", "arena", "rating", "openings")
+# Of those, the ones no stage measures poll less often. On tansu every fetch that returns records lists
+# the partition's batches, so each poll costs the broker more the longer it runs; these poll five times
+# less often. Three alternated pairs at 1,000 results/s: tansu 56-62% of a core with 20 ms for all four,
+# 46-50% with 100 ms (issue 9 note). Rating polls as the measured path does: its updates are timed in every
+# stage, and tansu answers a fetch only when its wait ends, so a 100 ms wait was up to 100 ms of each
+# result -> rating updated, a wait Apache Kafka does not make. Two runs each at 1,000 results/s: p50 85.2
+# and 87.7 / p99 146.9 and 156.2 ms polling at 100 ms, 28.9 and 28.7 / 59.4 and 54.5 ms at 20 ms; the
+# smaller batches cost rating 18.8-19.4% of a core instead of 11.5-12.0, tansu 45.9-47.2 instead of
+# 40.3-40.5, and result -> next pairing p99 58.0-58.7 ms instead of 52.2-53.6; the firehose took
+# 4,996-5,004 and 5,896-6,064 games/s at 5,000 and 6,000 offered, against 5,017-5,039 and 5,582-5,956
+# (issue 9 note, session 27).
+SLOW_POLL_SERVICES = ("clock", "arena", "openings")
 BENCH_OFF_PATH_FETCH_WAIT_MS = 100
 # Off the path, a fetch waits the whole wait unless a burst's worth of records is there already; not
 # the clock's moves, which would wait the whole wait (6 s of competition time at x60) before being
@@ -31,7 +40,7 @@ BENCH_OFF_PATH_FETCH_WAIT_MS = 100
 # a core, the machine 166.6 / 183.6 and 155.7 / 171.1% busy, result -> next pairing p50 53.0 / 75.9
 # and 46.3 / 56.6 ms, p99 147.1 / 153.6 and 118.6 / 129.6 ms (issue 9 note).
 BENCH_OFF_PATH_FETCH_MIN_BYTES = 64 * 1024
-FULLER_FETCH_SERVICES = ("arena", "rating", "openings")
+FULLER_FETCH_SERVICES = ("arena", "openings")
 # Niceness of the off-path services during the stages. Each service runs in a session of its own,
 # which the kernel schedules as one group (autogroups): the threads' niceness alone changed nothing
 # (two spinning processes on one core split it 1.53 / 1.53 s; niced in their group too, 2.73 / 0.33 s).
@@ -72,8 +81,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                              "only when this wait ends, even when records arrive sooner; Apache Kafka answers "
                              "at once, so production keeps the 500 ms default)")
     parser.add_argument("--off-path-fetch-wait-ms", type=int, default=BENCH_OFF_PATH_FETCH_WAIT_MS,
-                        help=f"KAFKA_FETCH_MAX_WAIT_MS of {', '.join(OFF_PATH_SERVICES)}: no hop of result -> "
-                             "next pairing, they poll less often and leave tansu's CPU to the measured path")
+                        help=f"KAFKA_FETCH_MAX_WAIT_MS of {', '.join(SLOW_POLL_SERVICES)}: no stage times what "
+                             "they publish, so they poll less often and leave tansu's CPU to the measured path")
     parser.add_argument("--off-path-fetch-min-bytes", type=int, default=BENCH_OFF_PATH_FETCH_MIN_BYTES,
                         help=f"KAFKA_FETCH_MIN_BYTES of {', '.join(FULLER_FETCH_SERVICES)} and of the "
                              "clock's life-cycle consumer (not its moves'): a fetch waits for this much, or the "
@@ -156,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         off_path_wait = {"KAFKA_FETCH_MAX_WAIT_MS": str(args.off_path_fetch_wait_ms)}
         fuller_fetches = {"KAFKA_FETCH_MIN_BYTES": str(args.off_path_fetch_min_bytes)}
         off_path_env = {name: {**off_path_wait, **(fuller_fetches if name in FULLER_FETCH_SERVICES else {})}
-                        for name in OFF_PATH_SERVICES}
+                        for name in SLOW_POLL_SERVICES}
         off_path_env["clock"]["LIFECYCLE_FETCH_MIN_BYTES"] = str(args.off_path_fetch_min_bytes)
         stack = SystemStack(state_dir, time_scale=args.time_scale, free_ports=True, say=say,
                             database_name=f"arbiter_bench_{int(time.time())}",
