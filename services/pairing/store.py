@@ -215,11 +215,15 @@ async def our_games(db: Executor, game_ids: Sequence[str]) -> dict[str, Row]:
     # new, so each result costs one index lookup fewer. On a table never analysed (a server with
     # autovacuum off, as this machine's), PostgreSQL 15 planned a probe by (consumer, event_id) =
     # ANY(...) as a scan of every event of the consumer, filtered: 21,712 rows read per batch of
-    # 44 results at 1,000 results/s, more with each result (issue 9 note, auto_explain).
+    # 44 results at 1,000 results/s, more with each result (issue 9 note, auto_explain). Each game is
+    # looked up by its key (a LATERAL with LIMIT 1 cannot be planned as a join): as a join, PostgreSQL 18
+    # hashed the whole games table for every batch once it held some 45,000 games, 45.3 ms a call when a
+    # whole round finished at once, 7.9 ms looked up (pg_stat_statements; issue 9 note, session 27).
     rows = await db.fetch(
         "SELECT g.game_id, g.tournament_id, g.round, g.white_id, g.black_id, g.finished, t.rated"
         " FROM unnest($1::text[]) AS e(game_id)"
-        " JOIN games g ON g.game_id = e.game_id JOIN tournaments t ON t.id = g.tournament_id",
+        " CROSS JOIN LATERAL (SELECT * FROM games WHERE games.game_id = e.game_id LIMIT 1) AS g"
+        " JOIN tournaments t ON t.id = g.tournament_id",
         list(dict.fromkeys(game_ids)),
     )
     return {row["game_id"]: row for row in rows}
