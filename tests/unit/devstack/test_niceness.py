@@ -164,4 +164,3 @@ def test_a_process_s_autogroup_is_read_from_proc(tmp_path: Path, content: str | 
     if content is not None:
         (tmp_path / "4242" / "autogroup").write_text(content)
     assert autogroup_niceness(4242, proc=str(tmp_path)) == group
-

@@ -162,15 +162,15 @@ def run(args: argparse.Namespace) -> int:
         fetch_wait = {"KAFKA_FETCH_MAX_WAIT_MS": str(args.fetch_wait_ms)}
         # The in-process play site reads its Kafka settings from the environment too.
         os.environ.update(fetch_wait)
-        off_path_wait = {"KAFKA_FETCH_MAX_WAIT_MS": str(args.off_path_fetch_wait_ms)}
+        slow_poll_wait = {"KAFKA_FETCH_MAX_WAIT_MS": str(args.off_path_fetch_wait_ms)}
         fuller_fetches = {"KAFKA_FETCH_MIN_BYTES": str(args.off_path_fetch_min_bytes)}
-        off_path_env = {name: {**off_path_wait, **(fuller_fetches if name in FULLER_FETCH_SERVICES else {})}
-                        for name in SLOW_POLL_SERVICES}
-        off_path_env["clock"]["LIFECYCLE_FETCH_MIN_BYTES"] = str(args.off_path_fetch_min_bytes)
+        slow_poll_env = {name: {**slow_poll_wait, **(fuller_fetches if name in FULLER_FETCH_SERVICES else {})}
+                         for name in SLOW_POLL_SERVICES}
+        slow_poll_env["clock"]["LIFECYCLE_FETCH_MIN_BYTES"] = str(args.off_path_fetch_min_bytes)
         stack = SystemStack(state_dir, time_scale=args.time_scale, free_ports=True, say=say,
                             database_name=f"arbiter_bench_{int(time.time())}",
                             extra_env={**fetch_wait, "EVENT_LOOP": args.event_loop}, auth=True,
-                            service_extra_env=off_path_env)
+                            service_extra_env=slow_poll_env)
         interrupt_once()
         try:
             stack.start_infrastructure()
@@ -190,13 +190,13 @@ def run(args: argparse.Namespace) -> int:
             )
             report = run_stoppable(args.event_loop, lambda: run_bench(target, config, say))
             # What each consumer process was given: the services' own settings, the in-process readers' shared ones.
-            given = {name: {**fetch_wait, **off_path_env.get(name, {})}
+            given = {name: {**fetch_wait, **slow_poll_env.get(name, {})}
                      for name in (*stack.services, "play site", "rating watch")}
             report.machine["kafka_fetch_wait_ms"] = {
                 name: int(env["KAFKA_FETCH_MAX_WAIT_MS"]) for name, env in given.items()}
             report.machine["kafka_fetch_min_bytes"] = {
                 **{name: int(env.get("KAFKA_FETCH_MIN_BYTES", 1)) for name, env in given.items()},
-                "clock life cycle": int(off_path_env["clock"]["LIFECYCLE_FETCH_MIN_BYTES"])}
+                "clock life cycle": int(slow_poll_env["clock"]["LIFECYCLE_FETCH_MIN_BYTES"])}
             if stack.kafka_embedded:
                 report.notes.append(EMBEDDED_BROKER_NOTE)
         except KeyboardInterrupt:
