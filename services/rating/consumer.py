@@ -19,7 +19,7 @@ from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
 from arbiter.rating import PROVISIONAL_RD, RatedReason
-from arbiter.rating.ledger import AppliedGame, GameToRate, PlayerState, merge, reach
+from arbiter.rating.ledger import AppliedGame, GameToRate, PlayerState, may_change_stored, merge, reach
 from services.rating import store
 from services.rating.games import INVALID, Pool, Verdict, judge
 
@@ -218,10 +218,12 @@ class GameFinishedHandler:
         for entry in work.values():
             entry.games.sort(key=lambda game: game.key)
         # A late game replays only the later games of the players it reaches (see ledger). Only a
-        # pool whose latest rated game comes after the batch's earliest one has such games to read.
+        # pool whose latest rated game comes after the batch's earliest one can have such games, and
+        # only if a late game's player has a game stored after it.
         later = await store.games_after(connection, {
             pool: entry.games[0].key for pool, entry in work.items()
-            if pool in stored.latest and stored.latest[pool] > entry.games[0].key})
+            if pool in stored.latest and stored.latest[pool] > entry.games[0].key
+            and may_change_stored(entry.games, current[pool], stored.latest[pool])})
         pool_of_game: dict[str, Pool] = {}
         for pool, entry in work.items():
             if later.get(pool):

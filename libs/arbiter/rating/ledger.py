@@ -12,7 +12,8 @@ state of a not-yet-affected player before any game is that game's stored "before
 
 Which games a late one reaches depends only on who played whom in which order, not on the
 ratings, so the service first reads the light list of later games (ids, players, keys), asks
-`reach` which players the new games can affect, loads the full stored results of only those
+`reach` which players the new games can affect (`may_change_stored` tells from the players' current
+states alone when the answer is none of the stored games), loads the full stored results of only those
 players' games, calls `merge`, and saves what it returns. Stdlib and `arbiter.rating` only.
 """
 
@@ -132,6 +133,25 @@ def reach(new_games: Iterable[GameToRate], later: Iterable[tuple[GameKey, str, s
             dirty.add(white)
             dirty.add(black)
     return frozenset(dirty)
+
+
+def may_change_stored(new_games: Iterable[GameToRate], current: Mapping[str, PlayerState], latest: GameKey) -> bool:
+    """Whether rating `new_games` can change a stored game of their pool, whose latest stored game is `latest`.
+
+    The earliest stored game a new game reaches shares a player with a new game before it (a
+    stored game between them would have been reached first), so that player's last rated game
+    finished no earlier than the new game. Games after `latest` have no stored game after them.
+    When no late game has such a player, `reach` would mark no stored game and the later games
+    need not be read: the usual late arrival, games finishing together on other partitions.
+    """
+    for game in new_games:
+        if game.key > latest:
+            continue
+        for player in (game.white_id, game.black_id):
+            state = current.get(player)
+            if state is not None and state.last_rated_at is not None and state.last_rated_at >= game.finished_at:
+                return True
+    return False
 
 
 def merge(

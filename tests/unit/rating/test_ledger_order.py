@@ -8,19 +8,26 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
-from arbiter.rating.ledger import AppliedGame, GameToRate, Meeting, PlayerState, merge, reach, replay_in_order
+from arbiter.rating.ledger import (
+    AppliedGame, GameToRate, Meeting, PlayerState, may_change_stored, merge, reach, replay_in_order,
+)
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 class MemoryPool:
-    """What the service stores for one pool, kept in memory: rated games and current states."""
+    """What the service stores for one pool, kept in memory: rated games and current states.
 
-    def __init__(self, narrow: bool) -> None:
-        self.narrow = narrow
+    `reads` is how much of the later games a batch reads: "all" of them, those of the players
+    `reach` finds ("reach"), or, as the service, none when `may_change_stored` says no stored
+    game can change and else those `reach` finds ("service").
+    """
+
+    def __init__(self, reads: str) -> None:
+        self.reads = reads
         self.games: dict[str, AppliedGame] = {}
         self.states: dict[str, PlayerState] = {}
 
@@ -30,13 +37,17 @@ class MemoryPool:
             return
         earliest = min(g.key for g in new.values())
         later = [a for a in self.games.values() if a.game.key > earliest]
-        if self.narrow:
+        players = {p for g in new.values() for p in (g.white_id, g.black_id)}
+        current = {p: s for p, s in self.states.items() if p in players}
+        if self.reads == "service" and later and not may_change_stored(
+                new.values(), current, max(a.game.key for a in self.games.values())):
+            later = []
+        if self.reads != "all":
             # What the service does: only the later games of the players the new ones reach.
             reached = reach(new.values(), [(a.game.key, a.game.white_id, a.game.black_id) for a in later])
             later = [a for a in later if a.game.white_id in reached or a.game.black_id in reached]
         after = sorted(later, key=lambda a: a.game.key)
-        players = {p for g in new.values() for p in (g.white_id, g.black_id)}
-        result = merge(new.values(), after, {p: s for p, s in self.states.items() if p in players})
+        result = merge(new.values(), after, current)
         for applied in result.applied:
             self.games[applied.game.game_id] = applied
         self.states.update(result.final_states)
@@ -55,13 +66,13 @@ games_strategy = st.lists(
 ).map(lambda rows: [game(i, *row) for i, row in enumerate(rows)])
 
 
-@given(games=games_strategy, data=st.data(), narrow=st.booleans())
+@given(games=games_strategy, data=st.data(), reads=st.sampled_from(["all", "reach", "service"]))
 def test_any_arrival_order_and_batching_gives_the_sequential_result(
-    games: list[GameToRate], data: st.DataObject, narrow: bool
+    games: list[GameToRate], data: st.DataObject, reads: str
 ) -> None:
     arrivals = data.draw(st.permutations(games + data.draw(st.lists(st.sampled_from(games), max_size=10))))
     cuts = sorted(data.draw(st.lists(st.integers(0, len(arrivals)), max_size=8)))
-    pool = MemoryPool(narrow)
+    pool = MemoryPool(reads)
     for start, end in zip([0, *cuts], [*cuts, len(arrivals)], strict=True):
         pool.deliver(arrivals[start:end])
     # Exact equality: the replay runs the same float operations in the same order.
@@ -77,7 +88,7 @@ def test_any_arrival_order_and_batching_gives_the_sequential_result(
 
 def test_a_late_game_replays_only_the_games_it_reaches() -> None:
     early = [game(1, 10, 1, 2, 1.0), game(2, 20, 3, 4, 0.5), game(3, 30, 1, 3, 0.0), game(4, 40, 5, 6, 1.0)]
-    pool = MemoryPool(narrow=True)
+    pool = MemoryPool("reach")
     pool.deliver(early)
     late = game(5, 15, 1, 7, 0.5)
     later = [a for a in pool.games.values() if a.game.key > late.key]
@@ -103,3 +114,44 @@ def test_inactivity_grows_the_deviation_in_game_time() -> None:
     assert after_later.rating.rd > after_soon.rating.rd
     assert after_later.games == after_soon.games == 2
     assert after_later.last_rated_at == later.finished_at
+
+
+@given(stored=games_strategy, data=st.data())
+def test_when_no_late_player_has_a_later_game_no_stored_game_changes(
+    stored: list[GameToRate], data: st.DataObject
+) -> None:
+    pool = MemoryPool("all")
+    pool.deliver(stored)
+    latest = max(g.key for g in stored)
+    rows = data.draw(st.lists(st.tuples(
+        # Players 8 to 15 never played: late games of theirs change no stored game.
+        st.integers(0, 3000), st.integers(0, 15), st.integers(0, 15), st.sampled_from([0.0, 0.5, 1.0]),
+    ).filter(lambda t: t[1] != t[2]), min_size=1, max_size=4))
+    new = [game(1000 + i, *row) for i, row in enumerate(rows)]
+    late = any(g.key < latest for g in new)
+    changes = may_change_stored(new, pool.states, latest)
+    event("late, no stored game changes" if late and not changes else "late, may change" if late else "not late")
+    if changes:
+        return
+    later = sorted((a for a in pool.games.values() if a.game.key > min(g.key for g in new)), key=lambda a: a.game.key)
+    players = {p for g in new for p in (g.white_id, g.black_id)}
+    # reach marks no stored player beyond the new games' own, so no stored game is read for it.
+    assert reach(new, [(a.game.key, a.game.white_id, a.game.black_id) for a in later]) == players
+    full = merge(new, later, pool.states)
+    without = merge(new, [], pool.states)
+    assert full.revised == ()
+    assert without.applied == full.applied
+    assert without.final_states == full.final_states
+
+
+def test_a_late_game_whose_player_played_since_may_change_stored_games() -> None:
+    pool = MemoryPool("all")
+    pool.deliver([game(1, 10, 1, 2, 1.0), game(2, 30, 3, 4, 0.5)])
+    latest = max(a.game.key for a in pool.games.values())
+    # p1 last played at minute 10, p3 at 30: a game at 20 with p3 comes before one of p3's games.
+    assert may_change_stored([game(3, 20, 1, 5, 1.0)], pool.states, latest) is False
+    assert may_change_stored([game(3, 20, 3, 5, 1.0)], pool.states, latest) is True
+    # At the very minute of a player's last game the game ids decide: counted as possibly before.
+    assert may_change_stored([game(3, 10, 1, 5, 1.0)], pool.states, latest) is True
+    # After the pool's latest game nothing stored comes after it.
+    assert may_change_stored([game(3, 40, 3, 4, 1.0)], pool.states, latest) is False
