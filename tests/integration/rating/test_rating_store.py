@@ -3,10 +3,7 @@ questions; the handler tells a redelivered event from a re-sent game by the even
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import asyncpg
 import pytest
@@ -14,7 +11,6 @@ from rating_support import finished
 
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
-from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
@@ -24,21 +20,9 @@ from services.rating.cache import StateCache
 from services.rating.consumer import GameFinishedHandler, RatingMetrics
 from services.rating.games import Pool
 
-MIGRATIONS = Path(store.__file__).resolve().parent / "migrations"
 BLITZ = Pool("international", 3)
 RAPID = Pool("russian", 4)
 START = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
-    schema = f"rating_store_{uuid.uuid4().hex[:6]}"
-    connections = await create_pool(database_url, schema, max_size=2)
-    try:
-        await migrate(connections, schema, migrations_in(MIGRATIONS, schema))
-        yield connections
-    finally:
-        await connections.close()
 
 
 def rated_batch(

@@ -6,10 +6,8 @@ Every scenario ends in the ratings the canonical sequential replay gives (R-5), 
 from __future__ import annotations
 
 import random
-import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import asyncpg
 import pytest
@@ -17,7 +15,6 @@ from rating_support import finished
 
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
-from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
@@ -27,22 +24,10 @@ from services.rating.cache import StateCache
 from services.rating.consumer import GameFinishedHandler, RatingMetrics
 from services.rating.games import Pool, judge
 
-MIGRATIONS = Path(store.__file__).resolve().parent / "migrations"
 BLITZ = Pool("international", cm.SPEED_BLITZ)
 START = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 PLAYERS = [f"sc-p{i}" for i in range(6)]
 RESULTS = (cm.GAME_RESULT_WHITE_WINS, cm.GAME_RESULT_DRAW, cm.GAME_RESULT_BLACK_WINS)
-
-
-@pytest.fixture
-async def pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
-    schema = f"rating_cache_{uuid.uuid4().hex[:6]}"
-    connections = await create_pool(database_url, schema, max_size=2)
-    try:
-        await migrate(connections, schema, migrations_in(MIGRATIONS, schema))
-        yield connections
-    finally:
-        await connections.close()
 
 
 def games(count: int, seed: int) -> list[ev.GameFinished]:
