@@ -21,7 +21,6 @@ from arbiter.kit.timesource import TimeSource
 from arbiter.rating import PROVISIONAL_RD, RatedReason
 from arbiter.rating.ledger import AppliedGame, GameToRate, PlayerState, may_change_stored, merge, reach
 from services.rating import store
-from services.rating.cache import KnownState, StateCache
 from services.rating.games import INVALID, Pool, Verdict, judge
 
 log = logging.getLogger(__name__)
@@ -46,24 +45,11 @@ class RatingMetrics:
             "arbiter_rating_games_revised_total",
             "Rated games whose result was recomputed because a game that finished earlier arrived later",
         )
-        self.states_read = metrics.counter(
-            "arbiter_rating_player_states_total",
-            "Players' stored states a batch needed, by where they came from (memory: kept since the"
-            " replica last wrote their pool; database: read under the pool's lock)",
-            ("source",),
-        )
         self.update_latency = metrics.histogram(
             "arbiter_rating_update_latency_seconds",
             "From a game's finish (competition time) to its rating change committed",
             buckets=UPDATE_LATENCY_BUCKETS,
         )
-
-    def state_reads(self, from_memory: int, from_database: int) -> None:
-        """Count the players' states one batch took from memory and from the database."""
-        if from_memory:
-            self.states_read.labels(self.service, "memory").inc(from_memory)
-        if from_database:
-            self.states_read.labels(self.service, "database").inc(from_database)
 
     def count(self, outcome: str, reason: str, amount: int = 1) -> None:
         """Add `amount` games to one (outcome, reason) series."""
@@ -133,13 +119,11 @@ class _PoolWork:
 class GameFinishedHandler:
     """Rates a batch of GameFinished events exactly once, in each pool's canonical order (see ledger)."""
 
-    def __init__(self, pool: asyncpg.Pool, outbox: Outbox, metrics: RatingMetrics, time_source: TimeSource,
-                 cache: StateCache) -> None:
+    def __init__(self, pool: asyncpg.Pool, outbox: Outbox, metrics: RatingMetrics, time_source: TimeSource) -> None:
         self.pool = pool
         self.outbox = outbox
         self.metrics = metrics
         self.time_source = time_source
-        self.cache = cache
 
     async def __call__(self, events: Sequence[ev.GameFinished]) -> str:
         """Handle one batch in one transaction; raise to have the whole batch delivered again.
@@ -166,11 +150,8 @@ class GameFinishedHandler:
         rated: list[GameToRate] = []
         revised: list[AppliedGame] = []
         if with_id:
-            seen: dict[Pool, tuple[int, dict[str, KnownState]]] = {}
             async with self.pool.acquire() as connection, connection.transaction():
-                rated, revised = await self._handle(connection, with_id, counts, seen)
-            for pool, (version, states) in seen.items():
-                self.cache.committed(pool, version, states)
+                rated, revised = await self._handle(connection, with_id, counts)
         counts[("rated", RatedReason.RATED.value)] += len(rated)
         self._record(counts, len(revised), rated)
         if rated:
@@ -179,19 +160,12 @@ class GameFinishedHandler:
         return "duplicate" if duplicates == len(verdicts) else "ignored"
 
     async def _handle(
-        self, connection: asyncpg.Connection, verdicts: list[Verdict], counts: Counter[tuple[str, str]],
-        seen: dict[Pool, tuple[int, dict[str, KnownState]]],
+        self, connection: asyncpg.Connection, verdicts: list[Verdict], counts: Counter[tuple[str, str]]
     ) -> tuple[list[GameToRate], list[AppliedGame]]:
-        """Rate the batch's first-time games pool by pool; save them, the replayed ones and the events.
-
-        Fills `seen` with each locked pool's new version and the states the transaction read or
-        wrote, for the cache to keep once it has committed.
-        """
+        """Rate the batch's first-time games pool by pool; save them, the replayed ones and the events."""
         pools = {verdict.pool for verdict in verdicts if verdict.pool is not None}
         # One writer per pool across replicas, taken before anything is read.
-        versions = await store.lock_pools(connection, pools)
-        for pool, version in versions.items():
-            seen[pool] = (version, {})
+        await store.lock_pools(connection, pools)
         to_rate: dict[str, tuple[Pool, Verdict]] = {}
         # The batch's other events for a game it already holds: which is a redelivery depends on
         # which event rated the game, known once the stored games are read.
@@ -217,26 +191,14 @@ class GameFinishedHandler:
                 counts[("ignored", verdict.reason) if event_id in fresh else ("duplicate", "redelivered")] += 1
         if not to_rate:
             return [], []
-        # The same game under another event id (a play site retrying) is rated once. The states
-        # the cache does not hold are read in the same round trip, for every candidate's players: a
-        # game found rated only adds unused ones.
+        # The same game under another event id (a play site retrying) is rated once. The states are
+        # read in the same round trip, for every candidate's players: a game found rated only adds unused ones.
         candidates: dict[Pool, set[str]] = defaultdict(set)
         for pool, verdict in to_rate.values():
             assert verdict.game is not None
             candidates[pool].update((verdict.game.white_id, verdict.game.black_id))
-        known = {pool: self.cache.known(pool, versions[pool], players) for pool, players in candidates.items()}
-        to_read = {pool: players.difference(known[pool]) for pool, players in candidates.items()}
-        self.metrics.state_reads(sum(map(len, known.values())), sum(map(len, to_read.values())))
-        stored = await store.rated_and_states(connection, list(to_rate), to_read)
-        already = stored.rated
-        current: dict[Pool, dict[str, PlayerState]] = {}
-        for pool, players in to_read.items():
-            read = stored.states[pool]
-            pool_seen = seen[pool][1]
-            pool_seen.update(known[pool])
-            pool_seen.update(dict.fromkeys(players.difference(read)))
-            pool_seen.update(read)
-            current[pool] = {player: state for player, state in pool_seen.items() if state is not None}
+        stored = await store.rated_and_states(connection, list(to_rate), candidates)
+        already, current = stored.rated, stored.states
         for game_id, (_pool, verdict) in to_rate.items():
             if game_id in already:  # every event of the batch for it comes too late; None before migration 003
                 late, rated_by = (verdict.event_id, *again.get(game_id, ())), already[game_id]
@@ -284,7 +246,6 @@ class GameFinishedHandler:
             pool_revised = result.revised
             revised += pool_revised
             final[pool] = result.final_states
-            seen[pool][1].update(result.final_states)
             rated += entry.games
             # Canonical order, so the last RatingUpdated of a player always carries their current rating;
             # a revised game is published again (same game id, new event id) and replaces the earlier one.

@@ -18,7 +18,6 @@ from arbiter.kit.logs import configure_logging
 from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
 from services.rating.api import RatingServicer
-from services.rating.cache import StateCache
 from services.rating.consumer import CONSUMER, GameFinishedHandler, RatingMetrics
 from services.rating.settings import RatingSettings
 
@@ -30,8 +29,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 async def serve(settings: RatingSettings, stop: asyncio.Event | None = None) -> None:
     """Connect, wire the handlers and serve until stopped."""
     infra = await connect(settings, SERVICE, MIGRATIONS)
-    handler = GameFinishedHandler(infra.pool, infra.outbox, RatingMetrics(infra.metrics), infra.time_source,
-                                  StateCache(settings.rating_state_cache_players))
+    handler = GameFinishedHandler(infra.pool, infra.outbox, RatingMetrics(infra.metrics), infra.time_source)
     subscribe(
         infra.broker, settings, infra.metrics, events.GAME_FINISHED, CONSUMER, handler,
         batch=True, max_records=settings.rating_batch_size,

@@ -17,6 +17,3 @@ class RatingSettings(KitSettings):
     # benchmark's rate stages PostgreSQL spent half as much again per game and the firehose fell
     # to 2,086-2,771/s (4,286-4,817 with 1,000; issue 9 note, session 9).
     rating_batch_size: int = Field(default=1000, ge=1, le=10_000)
-    # Players' states kept in memory per pool between batches, each about 0.5 KB: 100,000 is
-    # about 50 MB. 0 reads every state from PostgreSQL.
-    rating_state_cache_players: int = Field(default=100_000, ge=0, le=10_000_000)

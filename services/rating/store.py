@@ -36,27 +36,17 @@ class HistoryRow:
     after: PlayerState
 
 
-async def lock_pools(connection: asyncpg.Connection, pools: Collection[Pool]) -> dict[Pool, int]:
-    """Serialise writers of `pools` across replicas until the transaction ends (a late game may touch any player);
-    return each pool's version, bumped by this transaction (migration 004).
+async def lock_pools(connection: asyncpg.Connection, pools: Collection[Pool]) -> None:
+    """Serialise writers of `pools` across replicas until the transaction ends (a late game may touch any player).
 
-    The locks are taken in sorted order, all of them before any version is bumped, so two
-    replicas locking overlapping sets of pools never deadlock. The volatile lock keeps the
-    CTE from being inlined: its rows, and so the locks, are all produced before the sort.
+    The locks are taken in one statement in sorted order, so two replicas locking
+    overlapping sets of pools never deadlock.
     """
-    if not pools:
-        return {}
-    ordered = sorted(pools, key=lambda pool: pool.lock_name)
-    rows = await connection.fetch(
-        "WITH locked AS (SELECT t.variant, t.speed, t.position, pg_advisory_xact_lock(hashtextextended(t.name, 0))"
-        " FROM unnest($1::text[], $2::text[], $3::smallint[]) WITH ORDINALITY AS t(name, variant, speed, position))"
-        " INSERT INTO rating_pools AS p (variant, speed, version)"
-        " SELECT variant, speed, 1 FROM locked ORDER BY position"
-        " ON CONFLICT (variant, speed) DO UPDATE SET version = p.version + 1"
-        " RETURNING p.variant, p.speed, p.version",
-        [pool.lock_name for pool in ordered], [pool.variant for pool in ordered], [pool.speed for pool in ordered],
-    )
-    return {Pool(variant, speed): version for variant, speed, version in rows}
+    if pools:
+        await connection.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(name, 0)) FROM unnest($1::text[]) AS t(name)",
+            sorted(pool.lock_name for pool in pools),
+        )
 
 
 def _applied(row: asyncpg.Record) -> AppliedGame:

@@ -16,7 +16,6 @@ from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
 from arbiter.rating.ledger import NEW_PLAYER, AppliedGame, GameToRate, PlayerState, apply_game
 from services.rating import store
-from services.rating.cache import StateCache
 from services.rating.consumer import GameFinishedHandler, RatingMetrics
 from services.rating.games import Pool
 
@@ -163,7 +162,7 @@ async def test_a_rated_game_tells_a_redelivery_from_a_resend_in_any_order_within
     the game under another id "already_rated", even when the other id comes first in the batch; an
     unrated event is told apart by its processed-event row."""
     metrics = RatingMetrics(Metrics("rating-dedupe-test"))
-    handler = GameFinishedHandler(pool, Outbox("rating", TimeSource()), metrics, TimeSource(), StateCache(100))
+    handler = GameFinishedHandler(pool, Outbox("rating", TimeSource()), metrics, TimeSource())
     original = rated_win("dd-g1", "dd-x", "dd-w", "dd-b")
     resent = rated_win("dd-g1", "dd-y", "dd-w", "dd-b")
     friendly = rated_win("dd-g2", "dd-f", "dd-w", "dd-b")
@@ -183,7 +182,7 @@ async def test_a_rated_game_tells_a_redelivery_from_a_resend_in_any_order_within
 
 async def test_a_new_game_twice_in_one_batch_is_rated_by_its_first_event(pool: asyncpg.Pool) -> None:
     metrics = RatingMetrics(Metrics("rating-first-test"))
-    handler = GameFinishedHandler(pool, Outbox("rating", TimeSource()), metrics, TimeSource(), StateCache(100))
+    handler = GameFinishedHandler(pool, Outbox("rating", TimeSource()), metrics, TimeSource())
     first = rated_win("dd-g3", "dd-1", "dd-w3", "dd-b3")
     second = rated_win("dd-g3", "dd-2", "dd-w3", "dd-b3")
     assert await handler([first, second]) == "handled"
