@@ -7,6 +7,7 @@ import random
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,25 +35,51 @@ def ephemeral_ports(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tup
     return low, high
 
 
-def free_port(host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
+def free_port(host: str = "127.0.0.1", rng: random.Random | None = None, reservations: Path | None = None) -> int:
     """A TCP port nobody listens on right now, below the kernel's ephemeral range when there is room.
 
     A port from bind-to-0 comes from the range the kernel also gives every outgoing connection
     as its source port: between this probe and the server's own bind, any process's client
     connection may take it (a test stack's service once failed to bind its gRPC port so, with
     two test workers connecting to their brokers and databases). Below the range the kernel
-    gives a port to nobody unasked; a random one, probed, keeps two callers apart.
+    gives a port to nobody unasked; a random one, probed and reserved, keeps two callers apart.
     """
     low, _high = ephemeral_ports()
     pick = rng or random.Random()
     if low - _FIRST_HANDED_PORT >= 1_000:
         for _ in range(100):
             port = pick.randrange(_FIRST_HANDED_PORT, low)
-            if _bindable(host, port):
+            if _bindable(host, port) and _reserve(port, reservations or _RESERVATIONS):
                 return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
         return int(probe.getsockname()[1])
+
+
+# A probe proves a port free only until its server binds it, seconds later once the service has
+# started: two test workers starting stacks at once could both pick one port in between (a
+# pairing service once reached another stack's server at its rating address). A file per
+# handed port, created exclusively, keeps every caller on the machine off it for a while.
+_RESERVATIONS = Path(tempfile.gettempdir()) / "arbiter-ports"
+_RESERVATION_SECONDS = 600.0
+
+
+def _reserve(port: int, directory: Path) -> bool:
+    marker = directory / str(port)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            if time.time() - marker.stat().st_mtime < _RESERVATION_SECONDS:
+                return False
+            marker.unlink(missing_ok=True)  # stale: its server bound it long ago, or never will
+        except FileNotFoundError:
+            pass
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True  # no shared directory to reserve in: the probe alone decides, as before
+    return True
 
 
 def _bindable(host: str, port: int) -> bool:

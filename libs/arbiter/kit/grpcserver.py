@@ -193,6 +193,10 @@ async def start_grpc_server(
             ("grpc.max_receive_message_length", max_message_bytes),
             # Answers (standings, pairings, leaderboard pages) are bounded by page sizes, not by this.
             ("grpc.max_send_message_length", 16 << 20),
+            # gRPC's default SO_REUSEPORT let a second server bind a port already served, and the
+            # kernel then split the connections between them: a pairing service once reached
+            # another test stack's server at its rating address (UNIMPLEMENTED). One port, one server.
+            ("grpc.so_reuseport", 0),
         ],
     )
     for service in services:
@@ -201,7 +205,10 @@ async def start_grpc_server(
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [s.full_name for s in services]
     reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError as error:  # how grpcio reports a failed bind; older versions returned 0
+        raise OSError(f"cannot bind gRPC on {host}:{port}: {error}") from error
     if bound == 0:
         raise OSError(f"cannot bind gRPC on {host}:{port}")
     await server.start()

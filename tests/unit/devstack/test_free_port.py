@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
 import socket
+import time
 from pathlib import Path
 
 from arbiter.devstack.processes import ephemeral_ports, free_port
@@ -29,10 +31,26 @@ def test_a_free_port_lies_below_the_ephemeral_range_and_a_server_can_listen_on_i
             server.listen()
 
 
-def test_a_port_someone_holds_is_passed_over() -> None:
-    first = free_port(rng=random.Random(7))
+def test_a_port_someone_holds_is_passed_over(tmp_path: Path) -> None:
+    first = free_port(rng=random.Random(7), reservations=tmp_path / "first")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
         holder.bind(("127.0.0.1", first))
         holder.listen()
-        # The same random sequence proposes the held port first, then moves on.
-        assert free_port(rng=random.Random(7)) != first
+        # The same random sequence proposes the held port first, then moves on (no reservation
+        # of it in this caller's directory: the probe alone passes it over).
+        assert free_port(rng=random.Random(7), reservations=tmp_path / "second") != first
+
+
+def test_a_port_just_handed_out_is_not_handed_out_again(tmp_path: Path) -> None:
+    # Two callers drawing the same random sequence, as two test workers may: the second moves on.
+    first = free_port(rng=random.Random(11), reservations=tmp_path)
+    second = free_port(rng=random.Random(11), reservations=tmp_path)
+    assert first != second
+    assert sorted(int(marker.name) for marker in tmp_path.iterdir()) == sorted([first, second])
+
+
+def test_a_reservation_expires(tmp_path: Path) -> None:
+    first = free_port(rng=random.Random(13), reservations=tmp_path)
+    old = time.time() - 3_600
+    os.utime(tmp_path / str(first), (old, old))
+    assert free_port(rng=random.Random(13), reservations=tmp_path) == first
