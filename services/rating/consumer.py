@@ -217,13 +217,11 @@ class GameFinishedHandler:
             return [], []
         for entry in work.values():
             entry.games.sort(key=lambda game: game.key)
-        # A late game replays only the later games of the players it reaches (see ledger). Only a
-        # pool whose latest rated game comes after the batch's earliest one can have such games, and
-        # only if a late game's player has a game stored after it.
+        # A late game replays only the later games of the players it reaches (see ledger): read only
+        # for a pool where a late game's player has a game stored after it.
         later = await store.games_after(connection, {
             pool: entry.games[0].key for pool, entry in work.items()
-            if pool in stored.latest and stored.latest[pool] > entry.games[0].key
-            and may_change_stored(entry.games, current[pool], stored.latest[pool])})
+            if pool in stored.latest and may_change_stored(entry.games, current[pool], stored.latest[pool])})
         pool_of_game: dict[str, Pool] = {}
         for pool, entry in work.items():
             if later.get(pool):

@@ -27,12 +27,10 @@ import asyncio
 import os
 import random
 import statistics
-import sys
 import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
@@ -41,6 +39,7 @@ from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
+from arbiter.simulator.bench import process_cpu_seconds
 from services.rating import consumer
 from services.rating.consumer import GameFinishedHandler, RatingMetrics
 from services.rating.main import MIGRATIONS
@@ -50,12 +49,11 @@ RESULTS = (cm.GAME_RESULT_WHITE_WINS, cm.GAME_RESULT_DRAW, cm.GAME_RESULT_BLACK_
 
 
 def backend_cpu_seconds(pid: int) -> float | None:
-    """User plus system CPU of a local process; None when it is not on this machine."""
+    """CPU seconds of a PostgreSQL backend; None when the server is not on this machine."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return process_cpu_seconds(pid)[1]
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def round_events(tag: str, players: list[str], number: int, spread: float, rng: random.Random,
@@ -185,4 +183,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -68,12 +68,10 @@ def _reserve(port: int, directory: Path) -> bool:
     marker = directory / str(port)
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        try:
+        if marker.exists():
             if time.time() - marker.stat().st_mtime < _RESERVATION_SECONDS:
                 return False
             marker.unlink(missing_ok=True)  # stale: its server bound it long ago, or never will
-        except FileNotFoundError:
-            pass
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
     except FileExistsError:
         return False

@@ -136,7 +136,7 @@ def reach(new_games: Iterable[GameToRate], later: Iterable[tuple[GameKey, str, s
 
 
 def may_change_stored(new_games: Iterable[GameToRate], current: Mapping[str, PlayerState], latest: GameKey) -> bool:
-    """Whether rating `new_games` can change a stored game of their pool, whose latest stored game is `latest`.
+    """R-5: whether rating `new_games` can change a stored game of their pool, whose latest stored game is `latest`.
 
     The earliest stored game a new game reaches shares a player with a new game before it (a
     stored game between them would have been reached first), so that player's last rated game
