@@ -74,15 +74,22 @@ def tournament_message(row: Mapping[str, Any], entrants: int) -> tp.Tournament:
     return message
 
 
+# The stored names of results and terminations, looked up as plain strings: each result of a whole
+# round is announced to watchers, and the enums' own lookups cost more than the rest of the record.
+_STORED_VERDICT_TO_PROTO: Final = {verdict.value: value for verdict, value in VERDICT_TO_PROTO.items()}
+_STORED_TERMINATION_TO_PROTO: Final = dict(common.Termination.items())
+
+
 def game_record(row: Mapping[str, Any]) -> tp.GameRecord:
     """A GameRecord message from a stored game row."""
-    record = tp.GameRecord(
-        game_id=row["game_id"], white_id=row["white_id"], black_id=row["black_id"], finished=row["finished"],
-        round=row["round"], board=row["board"], game_in_pairing=row["leg"], opened=row["requested"],
-    )
+    record = tp.GameRecord()
+    record.game_id, record.white_id, record.black_id = row["game_id"], row["white_id"], row["black_id"]
+    record.round, record.board, record.game_in_pairing = row["round"], row["board"], row["leg"]
+    record.opened = row["requested"]
     if row["finished"]:
-        record.result = VERDICT_TO_PROTO[Verdict(row["result"])]
-        record.termination = common.Termination.Value(row["termination"])
+        record.finished = True
+        record.result = _STORED_VERDICT_TO_PROTO[row["result"]]
+        record.termination = _STORED_TERMINATION_TO_PROTO[row["termination"]]
         record.white_points = row["white_points"]
         record.black_points = row["black_points"]
         record.rated = bool(row["rated"])

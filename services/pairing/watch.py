@@ -44,6 +44,7 @@ def _change(tournament_id: str, change: str, round_number: int) -> tp.Tournament
 
 
 def _result_change(tournament_id: str, game: tp.GameRecord) -> tp.TournamentChange:
-    message = tp.TournamentChange(change="result", round=game.round, game=game)
+    message = tp.TournamentChange(change="result", round=game.round)
+    message.game.CopyFrom(game)
     message.tournament.id = tournament_id
     return message
