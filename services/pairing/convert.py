@@ -12,7 +12,7 @@ from arbiter.competition.types import Format, OpeningMode
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import tournament_pb2 as tp
-from arbiter.kit.convert import SPEED_TO_PROTO
+from arbiter.kit.convert import SPEED_TO_PROTO, TERMINATION_OF_NAME
 from arbiter.kit.events import timestamp
 
 OPENING_MODE: Final = {
@@ -74,12 +74,6 @@ def tournament_message(row: Mapping[str, Any], entrants: int) -> tp.Tournament:
     return message
 
 
-# The stored names of results and terminations, looked up as plain strings: each result of a whole
-# round is announced to watchers, and the enums' own lookups cost more than the rest of the record.
-_STORED_VERDICT_TO_PROTO: Final = {verdict.value: value for verdict, value in VERDICT_TO_PROTO.items()}
-_STORED_TERMINATION_TO_PROTO: Final = dict(common.Termination.items())
-
-
 def game_record(row: Mapping[str, Any]) -> tp.GameRecord:
     """A GameRecord message from a stored game row."""
     record = tp.GameRecord()
@@ -88,8 +82,9 @@ def game_record(row: Mapping[str, Any]) -> tp.GameRecord:
     record.opened = row["requested"]
     if row["finished"]:
         record.finished = True
-        record.result = _STORED_VERDICT_TO_PROTO[row["result"]]
-        record.termination = _STORED_TERMINATION_TO_PROTO[row["termination"]]
+        # A Verdict is a StrEnum: its stored value finds it as a key, without a Verdict(...) per row.
+        record.result = VERDICT_TO_PROTO[row["result"]]
+        record.termination = TERMINATION_OF_NAME[row["termination"]]
         record.white_points = row["white_points"]
         record.black_points = row["black_points"]
         record.rated = bool(row["rated"])

@@ -35,3 +35,8 @@ def termination_name(value: int) -> str:
     proto3 lets a newer play site send endings added after this build: the result still counts.
     """
     return common.Termination.Name(value if value in _TERMINATIONS else common.TERMINATION_UNSPECIFIED)
+
+
+# What termination_name stores, read back: a plain dict, as the enum's own Value() cost more than
+# the rest of a GameRecord when every result of a whole round is announced.
+TERMINATION_OF_NAME: Final = dict(common.Termination.items())
