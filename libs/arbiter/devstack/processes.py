@@ -64,12 +64,21 @@ _RESERVATIONS = Path(tempfile.gettempdir()) / "arbiter-ports"
 _RESERVATION_SECONDS = 600.0
 
 
+def _age_seconds(marker: Path) -> float | None:
+    """How long ago `marker` was made; None when there is none (another caller may unlink it at any moment)."""
+    try:
+        return time.time() - marker.stat().st_mtime
+    except FileNotFoundError:
+        return None
+
+
 def _reserve(port: int, directory: Path) -> bool:
     marker = directory / str(port)
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        if marker.exists():
-            if time.time() - marker.stat().st_mtime < _RESERVATION_SECONDS:
+        age = _age_seconds(marker)
+        if age is not None:
+            if age < _RESERVATION_SECONDS:
                 return False
             marker.unlink(missing_ok=True)  # stale: its server bound it long ago, or never will
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))

@@ -1017,13 +1017,13 @@ def firehose_events(tag: str, players: Sequence[str], first_serial: int, count: 
     for serial in range(first_serial, first_serial + count):
         white, black = rng.sample(players, 2)
         game_id = f"bf{tag}-{serial}"
-        now = time_source.now()
+        now = timestamp(time_source.now())
         event = ev.GameFinished(
             game_id=game_id, variant="international", speed=common.SPEED_BLITZ, white_id=white, black_id=black,
             competition=common.CompetitionRef(kind=common.COMPETITION_KIND_CASUAL, id=game_id),
             result=rng.choice((common.GAME_RESULT_WHITE_WINS, common.GAME_RESULT_BLACK_WINS, common.GAME_RESULT_DRAW)),
             termination=common.TERMINATION_RESIGNATION, white_sat=True, black_sat=True, rated=True,
-            plies=40, finished_at=timestamp(now), started_at=timestamp(now),
+            plies=40, finished_at=now, started_at=now,
         )
         event.meta.event_id = f"{game_id}/finished"
         events.stamp_meta(event, "bench", now)

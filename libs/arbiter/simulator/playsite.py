@@ -890,11 +890,8 @@ class PlaySite:
 
     def _record(self, event: Message, event_id: str, occurred_at: Timestamp) -> OutboxRecord:
         """`event` stamped as `_publish` stamps it, ready for a batch publication."""
-        meta = event.meta  # type: ignore[attr-defined]
-        meta.event_id = event_id
-        meta.occurred_at.CopyFrom(occurred_at)
-        meta.producer = self.config.producer
-        return record_of(event)
+        event.meta.event_id = event_id  # type: ignore[attr-defined]
+        return record_of(events.stamp_meta(event, self.config.producer, occurred_at))
 
     async def _publish_records(self, records: Sequence[OutboxRecord]) -> None:
         """Publish records (same keys, partitions and headers as `_publish`) as whole batches per partition."""

@@ -7,6 +7,9 @@ import random
 import socket
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from arbiter.devstack.processes import ephemeral_ports, free_port
 
@@ -54,3 +57,24 @@ def test_a_reservation_expires(tmp_path: Path) -> None:
     old = time.time() - 3_600
     os.utime(tmp_path / str(first), (old, old))
     assert free_port(rng=random.Random(13), reservations=tmp_path) == first
+
+
+
+def test_a_stale_reservation_another_caller_reclaims_first_is_made_anew(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another caller reclaims the stale marker just before this one reads its age, every time:
+    # the port is reserved by a marker made anew, never taken as reserved without one.
+    first = free_port(rng=random.Random(17), reservations=tmp_path)
+    old = time.time() - 3_600
+    os.utime(tmp_path / str(first), (old, old))
+    real_stat = Path.stat
+
+    def reclaimed_first(path: Path, *args: Any, **kwargs: Any) -> os.stat_result:
+        if path.parent == tmp_path:
+            path.unlink(missing_ok=True)
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", reclaimed_first)
+    assert free_port(rng=random.Random(17), reservations=tmp_path) == first
+    monkeypatch.undo()
+    assert (tmp_path / str(first)).is_file()
