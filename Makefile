@@ -2,12 +2,14 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# The install compiles the Dutch engine's core (setup.py): a change to it installs again.
+BUILD_INPUTS := pyproject.toml setup.py libs/arbiter/competition/_dutch_core.c
+STAMP := $(VENV)/.installed-$(shell cat $(BUILD_INPUTS) | cksum | cut -d' ' -f1)
 
-.PHONY: setup run test unit integration e2e proto proto-check bench chaos clean
+.PHONY: setup run lint test unit integration e2e proto proto-check bench chaos clean
 
-$(STAMP): pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Python 3.11 is required (py4swiss ships only a CPython 3.11 wheel)")'
+$(STAMP): $(BUILD_INPUTS)
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else "Python 3.11 or newer is required")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -30,7 +32,13 @@ run: setup
 TEST_WORKERS ?= 2
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 
-test: setup proto-check tools
+# The linter and the type checker; what each covers is set in pyproject.toml (ruff: the whole tree but
+# the generated contracts; mypy: its `files`), so that running either bare gives the same answer as here.
+lint: setup
+	$(BIN)/ruff check
+	$(BIN)/mypy
+
+test: setup proto-check tools lint
 	$(BIN)/pytest $(PARALLEL)
 
 unit: setup
@@ -48,8 +56,11 @@ bench: setup
 clean:
 	rm -rf .arbiter .pytest_cache .hypothesis
 
-# docker-compose for the deploy tests (`docker-compose config`): Debian's package when
-# neither `docker-compose` nor `docker compose` is on the machine (root only).
+# Tools the tests run (root only: Debian's packages, when missing):
+# - docker-compose for the deploy tests (`docker-compose config`);
+# - prometheus, which brings promtool, for the alert-rule tests (`promtool test rules`) and the
+#   dashboards' end-to-end test (a real Prometheus scraping the embedded stack). On a machine
+#   with systemd the package also starts a system Prometheus on :9090; the tests start their own.
 .PHONY: tools
 tools:
 	@if command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1; then \
@@ -61,8 +72,18 @@ tools:
 		echo "docker-compose is missing; install it with:"; \
 		echo "  sudo apt-get update && sudo apt-get install -y docker-compose   (or Docker Compose v2)"; \
 	fi
+	@if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing prometheus and promtool (Debian)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	else \
+		echo "prometheus (and its promtool) is missing; install it with:"; \
+		echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends prometheus"; \
+	fi
 
-# The chaos suite (issue 10, faults): services killed, events redelivered, broker paused, Redis
-# flushed, PostgreSQL stormed; figures printed and written to .arbiter/chaos-results.json. Not in `make test`.
+# The chaos suite (faults, listed in docs/architecture.md): every service killed, poison,
+# watchers, events redelivered, broker paused and killed, Redis flushed and killed, PostgreSQL stormed and
+# restarted, then scaled out; figures printed and written to .arbiter/chaos-results.json. Not in `make test`.
 chaos: setup
 	$(BIN)/pytest tests/chaos -s

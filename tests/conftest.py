@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import json
+import logging
 import os
 import shutil
 import signal
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from arbiter.devstack.infra import (
-    LOCAL_POSTGRES, EmbeddedPostgres, create_database, drop_database, postgres_reachable, start_redis, start_tansu,
+from arbiter.kit.logs import configure_logging
+from arbiter_tools.devstack.infra import (
+    LOCAL_POSTGRES,
+    EmbeddedPostgres,
+    create_database,
+    drop_database,
+    postgres_reachable,
+    start_redis,
+    start_tansu,
 )
-from arbiter.devstack.processes import free_port
-from arbiter.devstack.stack import SERVICE_NAMES, SystemStack
+from arbiter_tools.devstack.processes import free_port, kill_and_restart
+from arbiter_tools.devstack.stack import SERVICE_NAMES, SystemStack
 
 # "long" is for the thousands-of-examples runs reported in issue notes:
 #   HYPOTHESIS_PROFILE=long .venv/bin/pytest tests/unit
@@ -90,6 +101,35 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop(signal.SIGTERM)
 
 
+class KillableRedis:
+    """A redis-server of one test's own, which the test kills (SIGKILL) and starts again, empty, on its port."""
+
+    def __init__(self, folder: Path) -> None:
+        self.port = free_port()
+        self.restarts = 0
+        self.process = start_redis(self.port, folder / "redis.log")
+
+    @property
+    def url(self) -> str:
+        """Where the services find it."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def restart_empty(self) -> None:
+        """SIGKILL the server and start a new, empty one on the same port (a Redis lost for real)."""
+        kill_and_restart(self.process, self.port, down_seconds=0.0)
+        self.restarts += 1
+
+
+@pytest.fixture
+def killable_redis(tmp_path: Path) -> Iterator[KillableRedis]:
+    """A Redis server for one test, which it may kill and start again empty; stopped after the test."""
+    redis = KillableRedis(tmp_path / "killable-redis")
+    try:
+        yield redis
+    finally:
+        redis.process.stop(signal.SIGTERM)
+
+
 @pytest.fixture(scope="session")
 def postgres_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A PostgreSQL server URL (any database of it) for the whole session."""
@@ -130,6 +170,24 @@ def infra_env(kafka_bootstrap: str, redis_url: str, database_url: str) -> dict[s
     return {"KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "REDIS_URL": redis_url, "DATABASE_URL": database_url}
 
 
+# Programs some tests run, and the Debian package `make tools` installs each from.
+TOOL_PACKAGES = {"promtool": "prometheus", "prometheus": "prometheus"}
+
+
+@pytest.fixture(scope="session")
+def installed() -> Callable[[str], str]:
+    """`installed("promtool")`: the path of a program `make tools` installs; fails (never skips) without it."""
+    def path_of(program: str) -> str:
+        found = shutil.which(program)
+        if found is None:
+            package = TOOL_PACKAGES[program]
+            pytest.fail(f"{program} is missing: `make tools` installs Debian's {package} package, which brings it "
+                        f"(as root, or `sudo apt-get install -y --no-install-recommends {package}`)")
+        return found
+
+    return path_of
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     """Say where the real infrastructure comes from."""
     sources = [f"{name}={'env' if os.environ.get(name) else 'embedded'}"
@@ -145,16 +203,18 @@ def start_system(
     """Start service processes on the session's infrastructure; every one is stopped after the test.
 
     `start_system(("rating",), time_scale=60, extra_env={...})` returns the SystemStack
-    (addresses in `.services[name]`, `kill_service`, `start_service`, `wait_serving`).
+    (addresses in `.services[name]`, `kill_service`, `start_service`, `wait_serving`); with
+    `auth=True` the services require service tokens signed with `.auth_signing_key`.
     """
     stacks: list[SystemStack] = []
 
     def start(
-        names: Iterable[str] = SERVICE_NAMES, *, time_scale: float = 1.0, extra_env: Mapping[str, str] | None = None
+        names: Iterable[str] = SERVICE_NAMES, *, time_scale: float = 1.0, extra_env: Mapping[str, str] | None = None,
+        auth: bool = False,
     ) -> SystemStack:
         stack = SystemStack(
             tmp_path / f"system-{len(stacks)}", time_scale=time_scale, free_ports=True,
-            environ={**os.environ, **infra_env}, extra_env=dict(extra_env or {}), say=lambda _line: None,
+            environ={**os.environ, **infra_env}, extra_env=dict(extra_env or {}), say=lambda _line: None, auth=auth,
         )
         stacks.append(stack)
         stack.start_infrastructure()
@@ -165,3 +225,30 @@ def start_system(
     yield start
     for stack in stacks:
         stack.stop()
+
+
+class ServiceLog:
+    """What this process logs, as the JSON lines a service writes (arbiter.kit.logs)."""
+
+    def __init__(self, buffer: io.StringIO) -> None:
+        self.buffer = buffer
+
+    def lines(self) -> list[dict[str, object]]:
+        """Every line written so far, parsed."""
+        return [json.loads(line) for line in self.buffer.getvalue().splitlines()]
+
+
+@pytest.fixture
+def service_log() -> Iterator[ServiceLog]:
+    """Logging configured as a service configures it (at DEBUG), written to a buffer; put back as it was after."""
+    factory, root = logging.getLogRecordFactory(), logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    configure_logging("test", "DEBUG")
+    buffer = io.StringIO()
+    root.handlers[0].setStream(buffer)  # type: ignore[attr-defined]
+    try:
+        yield ServiceLog(buffer)
+    finally:
+        logging.setLogRecordFactory(factory)
+        root.handlers[:] = handlers
+        root.setLevel(level)

@@ -21,6 +21,20 @@ from pathlib import Path
 
 DASHBOARDS_DIR = Path(__file__).resolve().parent / "dashboards"
 SERVICES = ("pairing", "clock", "arena", "rating", "openings")
+# Only these serve streams (the Watch RPCs) and run stored timers (kit.timers): the others' dashboards
+# get no panel of either, which could never have data. test_deploy_files.py checks both against the code.
+STREAMING_SERVICES = ("pairing", "arena")
+TIMER_SERVICES = ("pairing", "arena")
+# The consumer groups of each service (any KAFKA_GROUP_PREFIX before them): the broker's view of
+# their lag (kafka-exporter's series, or the embedded stack's lag exporter) carries no `service`
+# label, only `consumergroup`. test_deploy_files.py checks these against the services' groups.
+CONSUMER_GROUPS = {
+    "pairing": ("pairing",),
+    "clock": ("clock.lifecycle", "clock.game.move_made"),
+    "arena": ("arena",),
+    "rating": ("rating",),
+    "openings": ("openings",),
+}
 DATASOURCE = {"type": "prometheus", "uid": "prometheus"}  # provisioning/datasources/prometheus.yml
 RATE = "[$__rate_interval]"
 SCHEMA_VERSION = 39
@@ -88,7 +102,8 @@ SERVICE_PANELS: dict[str, tuple[Panel, ...]] = {
         Panel("Games requested and forfeited/s", (
             Query(f"sum(rate(arbiter_games_requested_total{{$sel}}{RATE}))", "requested"),
             Query(f"sum(rate(arbiter_busy_forfeits_total{{$sel}}{RATE}))", "busy forfeits (T-18)"),
-            Query(f"sum(rate(arbiter_pairing_fallbacks_total{{$sel}}{RATE}))", "Swiss fallbacks"),
+            Query(f"sum(rate(arbiter_pairing_no_valid_pairing_total{{$sel}}{RATE}))", "Swiss ended: no valid pairing"),
+            Query(f"sum(rate(arbiter_pairing_engine_faults_total{{$sel}}{RATE}))", "Swiss engine faults"),
             Query(f"sum by (step) (rate(arbiter_tournament_step_errors_total{{$sel}}{RATE}))", "step errors {{step}}"),
             Query(f"sum(rate(arbiter_busy_registry_rebuilds_total{{$sel}}{RATE}))", "busy registry rebuilds"),
         ), unit="ops"),
@@ -128,9 +143,11 @@ SERVICE_PANELS: dict[str, tuple[Panel, ...]] = {
             _p(0.99, "arbiter_arena_pairing_pass_seconds_bucket"),
         ), unit="s"),
         # A count beside a latency would be read on the seconds axis: a panel of its own.
-        Panel("Arenas owned by replica", (
-            Query("sum by (instance) (arbiter_arena_owned_arenas{$sel})", "{{instance}}"),), unit="short",
-              description="Arenas whose Redis lease this replica holds, so whose pairing it runs."),
+        Panel("Arenas live and owned by replica", (
+            Query("max(arbiter_arena_live_arenas{$sel})", "live"),
+            Query("sum by (instance) (arbiter_arena_owned_arenas{$sel})", "owned by {{instance}}"),), unit="short",
+              description="Arenas running or closing, and those whose Redis lease each replica holds, so whose"
+                          " pairing it runs: the owned ones add up to the live ones."),
     ),
     "rating": (
         Panel("Rated games/s", (
@@ -189,16 +206,47 @@ def _quantiles(metric: str, group: tuple[str, ...], label: str) -> tuple[Query, 
     )
 
 
-def kit_rows(group: tuple[str, ...] = ()) -> tuple[Row, ...]:
-    """The standard panels of arbiter.kit.metrics, broken down by `group` labels first."""
+def group_matcher(services: tuple[str, ...] = SERVICES) -> str:
+    """The `consumergroup` matcher of `services`' groups, whatever prefix they run with."""
+    names = [name.replace(".", "[.]") for service in services for name in CONSUMER_GROUPS[service]]
+    return f'consumergroup=~".*({"|".join(names)})"'
+
+
+def broker_view_row(services: tuple[str, ...] = SERVICES) -> Row:
+    """Lag of `services`' consumer groups as the broker sees it (deploy/RUNBOOK.md, ArbiterConsumerStalled)."""
+    groups = group_matcher(services)
+    return Row("Consumer lag seen by the broker", (
+        Panel("Lag by group and topic (broker's view)", (Query(
+            f"sum by (consumergroup, topic) (kafka_consumergroup_lag{{{groups}}} >= 0)",
+            "{{consumergroup}} {{topic}}"),), unit="short",
+              description="Records after each group's committed offset, summed over the partitions where it has"
+                          " committed, asked of the broker by kafka-exporter (the embedded stack's lag exporter"
+                          " under `arbiter up`): it keeps growing while a consumer is frozen or dead, which the"
+                          " services' own arbiter_consumer_lag cannot show."),
+        Panel("Members by group (broker's view)", (Query(
+            f"max by (consumergroup) (kafka_consumergroup_members{{{groups}}})", "{{consumergroup}}"),),
+              unit="short",
+              description="Consumers in each group, as its coordinator counts them. Lag growing with members:"
+                          " they are stuck; with none: nothing consumes."),
+    ))
+
+
+def kit_rows(group: tuple[str, ...] = (), streams: bool = True, timers: bool = True) -> tuple[Row, ...]:
+    """The standard panels of arbiter.kit.metrics, broken down by `group` labels first.
+
+    Without `streams` or `timers` the panels of Watch streams or of stored timers are left out.
+    """
     stats = Row("Summary", (
         Panel("Requests/s", (Query(f"sum(rate(arbiter_grpc_requests_total{{$sel}}{RATE}))"),),
-              unit="reqps", kind="stat", width=4, height=4),
-        Panel("Failed calls", (Query(
-            f'sum(rate(arbiter_grpc_requests_total{{$sel, code!="OK"}}{RATE}))'
+              unit="reqps", kind="stat", width=4, height=4,
+              description="gRPC calls and streams started, health checks not counted."),
+        Panel("Server errors", (Query(
+            f"sum(rate(arbiter_grpc_server_errors_total{{$sel}}{RATE}))"
             f" / sum(rate(arbiter_grpc_requests_total{{$sel}}{RATE}))"),),
-              unit="percentunit", kind="stat", width=4, height=4),
-        Panel("gRPC p99", (Query(
+              unit="percentunit", kind="stat", width=4, height=4,
+              description="Share of calls that failed on our side (INTERNAL, UNAVAILABLE...); refusals by design"
+                          " (invalid argument, permission denied...) are not errors."),
+        Panel("Unary gRPC p99", (Query(
             f"histogram_quantile(0.99, sum by (le) (rate(arbiter_grpc_request_seconds_bucket{{$sel}}{RATE})))"),),
               unit="s", kind="stat", width=4, height=4),
         Panel("Events consumed/s", (Query(f"sum(rate(arbiter_events_consumed_total{{$sel}}{RATE}))"),),
@@ -209,21 +257,50 @@ def kit_rows(group: tuple[str, ...] = ()) -> tuple[Row, ...]:
         Panel("Outbox pending", (Query("sum(max by (service) (arbiter_outbox_pending{$sel}))"),),
               unit="short", kind="stat", width=4, height=4),
     ))
-    grpc = Row("gRPC", (
+    health = Row("Health", (
+        Panel("Dependencies answering", (Query(
+            f"min by ({_by(group, 'dependency')}) (arbiter_dependency_up{{$sel}})", _legend(group, "dependency")),),
+              unit="short", width=8,
+              description="1: every replica's last readiness check got an answer from the dependency; 0: at least"
+                          " one replica did not, and reports NOT_SERVING (deploy/RUNBOOK.md)."),
+        Panel("Event-loop lag by instance", (Query(
+            f"max by ({_by(group, 'instance')}) (arbiter_event_loop_lag_seconds{{$sel}})",
+            _legend(group, "instance")),),
+              unit="s", width=8,
+              description="How late the event loop wakes a task; it keeps growing while the loop is stuck."),
+        Panel("Running builds", (Query(
+            f"count by ({_by(group, 'version', 'revision')}) (arbiter_build_info{{$sel}})",
+            _legend(group, "version", "revision")),), unit="short", width=8,
+              description="Replicas by version and source revision: two lines during a rollout."),
+    ))
+    grpc_panels = [
         Panel("Requests by method", (Query(
             f"sum by ({_by(group, 'method')}) (rate(arbiter_grpc_requests_total{{$sel}}{RATE}))",
             _legend(group, "method")),), unit="reqps"),
-        Panel("Failed calls by method and code", (Query(
-            f'sum by ({_by(group, "method", "code")}) (rate(arbiter_grpc_requests_total{{$sel, code!="OK"}}{RATE}))',
+        Panel("Server errors by method and code", (Query(
+            f"sum by ({_by(group, 'method', 'code')}) (rate(arbiter_grpc_server_errors_total{{$sel}}{RATE}))",
             _legend(group, "method", "code")),), unit="reqps",
-              description="Every status other than OK: refused calls (client errors) and server errors."),
-        Panel("Latency p50 / p99 by method", _quantiles("arbiter_grpc_request_seconds_bucket", group, "method"),
-              unit="s"),
+              description="Calls that failed on our side: a bug (INTERNAL, UNKNOWN), or a dependency that did not"
+                          " answer (UNAVAILABLE, DEADLINE_EXCEEDED raised by our handler)."),
+        Panel("Unary latency p50 / p99 by method",
+              _quantiles("arbiter_grpc_request_seconds_bucket", group, "method"), unit="s"),
         Panel("Refused calls by method and code", (Query(
             f"sum by ({_by(group, 'method', 'code')}) (rate(arbiter_refused_calls_total{{$sel}}{RATE}))",
             _legend(group, "method", "code")),), unit="reqps",
-              description="Calls refused with a client error (invalid argument, not found, failed precondition...)."),
-    ))
+              description="Calls refused by design: invalid argument, not found, failed precondition, permission"
+                          " denied, unauthenticated, rate limited..."),
+    ]
+    if streams:
+        grpc_panels += [
+            Panel("Open streams by method", (Query(
+                f"sum by ({_by(group, 'method')}) (arbiter_grpc_streams_open{{$sel}})", _legend(group, "method")),),
+                  unit="short", description="Watch streams open now, over every replica."),
+            Panel("Stream duration p50 / p99 by method",
+                  _quantiles("arbiter_grpc_stream_seconds_bucket", group, "method"), unit="s",
+                  description="How long Watch streams stayed open, counted when they end (WATCH_MAX_SECONDS at"
+                              " most)."),
+        ]
+    grpc = Row("gRPC", tuple(grpc_panels))
     events = Row("Kafka events", (
         Panel("Events consumed by topic and outcome", (Query(
             f"sum by ({_by(group, 'topic', 'outcome')}) (rate(arbiter_events_consumed_total{{$sel}}{RATE}))",
@@ -235,11 +312,13 @@ def kit_rows(group: tuple[str, ...] = ()) -> tuple[Row, ...]:
             f"sum by ({_by(group, 'topic')}) (rate(arbiter_events_published_total{{$sel}}{RATE}))",
             _legend(group, "topic")),), unit="ops", description="Relayed from the transactional outbox."),
         Panel("Consumer lag by topic", (Query(
-            f"sum by ({_by(group, 'topic')}) (max by ({_by(group, 'topic', 'partition')}) (arbiter_consumer_lag{{$sel}}))",
+            f"sum by ({_by(group, 'topic')})"
+            f" (max by ({_by(group, 'topic', 'partition')}) (arbiter_consumer_lag{{$sel}}))",
             _legend(group, "topic")),), unit="short",
-              description="Records between each replica's read position and the partition end, summed over partitions."),
+              description="Records between each replica's read position and the partition end,"
+                          " summed over partitions."),
     ))
-    outbox = Row("Outbox, timers and retention", (
+    outbox_panels = [
         Panel("Outbox pending", (Query(
             f"max by ({_by(group) or 'service'}) (arbiter_outbox_pending{{$sel}})",
             _legend(group) or "pending"),), unit="short", width=6,
@@ -250,26 +329,36 @@ def kit_rows(group: tuple[str, ...] = ()) -> tuple[Row, ...]:
               description="Events the broker can never take as they are (larger than KAFKA_MAX_MESSAGE_BYTES),"
                           " moved to the schema's outbox_set_aside table so that later events still go out."
                           " Any rise needs an operator: deploy/README.md says how to send them again."),
-        Panel("Timers fired by kind", (Query(
+    ]
+    if timers:
+        outbox_panels.append(Panel("Timers fired by kind", (Query(
             f"sum by ({_by(group, 'kind')}) (rate(arbiter_timers_fired_total{{$sel}}{RATE}))",
-            _legend(group, "kind")),), unit="ops", width=6),
-        Panel("Rows deleted by retention, by table", (Query(
-            f"sum by ({_by(group, 'table')}) (rate(arbiter_retention_deleted_total{{$sel}}{RATE}))",
-            _legend(group, "table")),), unit="ops", width=6,
-              description="Processed-event ids older than PROCESSED_EVENTS_RETENTION_HOURS (8 days by default),"
-                          " deleted every RETENTION_SWEEP_SECONDS: bursts, not a steady rate, and none while the"
-                          " system is younger than the retention."),
-    ))
+            _legend(group, "kind")),), unit="ops", width=6))
+    outbox_panels.append(Panel("Rows deleted by retention, by table", (Query(
+        f"sum by ({_by(group, 'table')}) (rate(arbiter_retention_deleted_total{{$sel}}{RATE}))",
+        _legend(group, "table")),), unit="ops", width=6,
+          description="Processed-event ids older than PROCESSED_EVENTS_RETENTION_HOURS (8 days by default),"
+                      " deleted every RETENTION_SWEEP_SECONDS: bursts, not a steady rate, and none while the"
+                      " system is younger than the retention."))
+    outbox = Row("Outbox, timers and retention" if timers else "Outbox and retention", tuple(outbox_panels))
     errors = Row("Errors", (
         Panel("Errors by kind", (Query(
             f"sum by ({_by(group, 'kind')}) (rate(arbiter_errors_total{{$sel}}{RATE}))",
             _legend(group, "kind")),), unit="ops", description="Unexpected errors (gRPC internal, outbox relay...)."),
-        Panel("Handler errors and unreadable records by topic", (Query(
+        Panel("Handler errors and records set aside by topic", (Query(
             f'sum by ({_by(group, "topic", "outcome")}) (rate(arbiter_events_consumed_total'
-            f'{{$sel, outcome=~"error|undecodable"}}{RATE}))',
+            f'{{$sel, outcome=~"error|set_aside"}}{RATE}))',
             _legend(group, "topic", "outcome")),), unit="ops",
-              description="error: a failed handler run, the event is delivered again. undecodable: a record that"
-                          " is not its topic's message, skipped (a producer's bug)."),
+              description="error: a failed handler run, tried again. set_aside: a record that does not parse, breaks"
+                          " the field rules or kept failing, moved to the schema's consumer_set_aside table"
+                          " (arbiter_events_set_aside_total by reason; `arbiter set-aside` lists and replays them)."),
+        Panel("Consumed records set aside by topic and reason", (Query(
+            f"sum by ({_by(group, 'topic', 'reason')}) (arbiter_events_set_aside_total{{$sel}})",
+            _legend(group, "topic", "reason")),), unit="short",
+              description="undecodable (not the topic's message), invalid (breaks the field rules: NUL, ids, enums,"
+                          " dates) or handler_failed (failed every attempt), kept in the schema's consumer_set_aside"
+                          " table so that the partition moves on. Any rise needs an operator: `arbiter set-aside`"
+                          " lists them and replays them once the cause is gone (deploy/README.md)."),
     ))
     collector = Row("Garbage collection", (
         Panel("Time in garbage collection by generation", (Query(
@@ -280,7 +369,7 @@ def kit_rows(group: tuple[str, ...] = ()) -> tuple[Row, ...]:
               _quantiles("arbiter_gc_pause_seconds_bucket", group, "generation"), unit="s",
               description="A full (generation 2) collection delays every event and call waiting meanwhile."),
     ))
-    return (stats, grpc, events, outbox, errors, collector)
+    return (stats, health, grpc, events, outbox, errors, collector)
 
 
 class _Layout:
@@ -386,7 +475,8 @@ def service_dashboard(service: str) -> dict:
         "refresh": 2, "includeAll": True, "multi": True, "allValue": ".*", "sort": 1,
         "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
     }
-    rows = kit_rows()
+    rows = (*kit_rows(streams=service in STREAMING_SERVICES, timers=service in TIMER_SERVICES),
+            broker_view_row((service,)))
     own = SERVICE_PANELS.get(service, ())
     if own:
         rows = (*rows, Row(service.capitalize(), own))
@@ -405,7 +495,8 @@ def overview_dashboard() -> dict:
         "options": [],
     }
     return _dashboard(
-        "arbiter-overview", "Arbiter / overview", ["arbiter", "overview"], (OVERVIEW_ROW, *kit_rows(("service",))),
+        "arbiter-overview", "Arbiter / overview", ["arbiter", "overview"],
+        (OVERVIEW_ROW, *kit_rows(("service",)), broker_view_row()),
         'service=~"$service"', [service],
     )
 

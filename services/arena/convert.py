@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
 from arbiter.clocks.speed import Speed
-from arbiter.competition.arena import ArenaResult, LeaderboardRow
+from arbiter.competition.arena import LeaderboardRow
 from arbiter.contracts import arena_pb2 as ap
-from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.convert import SPEED_TO_PROTO
+from arbiter.kit.db import Row
 from arbiter.kit.events import timestamp
 from services.arena.hot import BoardRow
 
-RESULT: Final = {
-    common.GAME_RESULT_WHITE_WINS: ArenaResult.WHITE_WON,
-    common.GAME_RESULT_BLACK_WINS: ArenaResult.BLACK_WON,
-    common.GAME_RESULT_DRAW: ArenaResult.DRAW,
-    common.GAME_RESULT_BOTH_LOSE: ArenaResult.BOTH_LOST,
-}
 STATE_TO_PROTO: Final = {
     "scheduled": ap.ARENA_STATE_SCHEDULED,
     # After the end (AR-1) the games still running finish and count: the arena is still running.
@@ -31,7 +25,7 @@ STATE_TO_PROTO: Final = {
 }
 
 
-def arena_message(row: Mapping[str, Any], players: int, games_played: int) -> ap.Arena:
+def arena_message(row: Row, players: int, games_played: int) -> ap.Arena:
     """An Arena message from a stored row."""
     settings = ap.ArenaSettings()
     settings.ParseFromString(row["settings"])

@@ -20,14 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import cast
 
 import redis.asyncio as aioredis
 
 from arbiter.competition.arena import ArenaPlayerRecord, leaderboard_score
-from arbiter.competition.types import Side
+from arbiter.kit.lease import Leases
+from arbiter.vocabulary import Side
 
 # KEYS: queue, board, rec, colours, ready; ARGV: now (scaled unix seconds), cooldown key prefix.
-# One line per waiting player: id, waiting since, rank (1 + strictly better scores), colours,
+# Ranks are those of `arbiter.competition.arena.rank_records`, AR-6's one specification (1 + strictly
+# better scores); tests/integration/arena/test_leaderboard_ranks.py holds both ways of counting to it.
+# One line per waiting player: id, waiting since, rank, colours,
 # record, opponents still in cooldown (comma separated), fields split by \x1f and lines by
 # \x1e: one bulk string parses far faster than thousands of nested replies. Nil when the
 # arena's keys are not built. Bulk commands (ranks from one walk down the board when many
@@ -125,21 +130,6 @@ for line in string.gmatch(ARGV[5], '[^\\30]+') do
 end
 return 1
 """
-# KEYS: owner key; ARGV: replica id, lease ms. 1 if this replica holds the lease afterwards.
-_LEASE = """
-local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-if holder then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1
-"""
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 def _prefix(arena_id: str) -> str:
@@ -229,8 +219,7 @@ class HotStore:
         self._snapshot = redis.register_script(_SNAPSHOT)
         self._take = redis.register_script(_TAKE)
         self._scored = redis.register_script(_SCORED)
-        self._lease = redis.register_script(_LEASE)
-        self._release = redis.register_script(_RELEASE)
+        self._leases = Leases(redis)
 
     @staticmethod
     def key(arena_id: str, name: str) -> str:
@@ -247,7 +236,7 @@ class HotStore:
 
     async def load(self, arena_id: str, hot: HotArena, known_players: Iterable[str]) -> None:
         """Replace the arena's keys by `hot`, atomically, and set the marker last."""
-        k = lambda name: self.key(arena_id, name)  # noqa: E731
+        k = partial(self.key, arena_id)
         players = set(known_players) | set(hot.records) | set(hot.cooldowns)
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.delete(k("ready"), k("queue"), k("board"), k("rec"), k("colours"), k("playing"),
@@ -271,7 +260,7 @@ class HotStore:
 
     async def join(self, arena_id: str, player_id: str, record: ArenaPlayerRecord, queue_at: float | None) -> None:
         """Put a (re)joining player on the board and, when they may play now, in the queue (AR-2)."""
-        k = lambda name: self.key(arena_id, name)  # noqa: E731
+        k = partial(self.key, arena_id)
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.zadd(k("board"), {player_id: leaderboard_score(record.points, record.wins)})
             pipe.hset(k("rec"), player_id, encode_record(record))
@@ -295,13 +284,13 @@ class HotStore:
 
     async def snapshot(self, arena_id: str, now: float) -> list[Waiting] | None:
         """Every waiting player with rank, colours, record and cooldowns; None if the keys are missing."""
-        k = lambda name: self.key(arena_id, name)  # noqa: E731
+        k = partial(self.key, arena_id)
         rows = await self._snapshot(
             keys=[k("queue"), k("board"), k("rec"), k("colours"), k("ready")], args=[repr(now), k("cool:")]
         )
         if rows is None:
             return None
-        waiting = []
+        waiting: list[Waiting] = []
         # Few distinct instants, ranks, colours and records recur across thousands of players:
         # decode each once.
         instants: dict[str, float] = {}
@@ -346,7 +335,7 @@ class HotStore:
                 value = encoded[id(colours)] = colours.encode()
             lines.append(f"{player}\x1f{instant}\x1f{value}")
         packed = "\x1e".join(lines)
-        k = lambda name: self.key(arena_id, name)  # noqa: E731
+        k = partial(self.key, arena_id)
         return int(await self._take(keys=[k("queue"), k("playing"), k("colours")], args=[packed]))
 
     # -- a finished game ---------------------------------------------------------------------
@@ -372,7 +361,7 @@ class HotStore:
             if cooldown is not None:
                 cooldowns.append(f"{cooldown[0]}\x1f{cooldown[1]}\x1f{cooldown[2]!r}")
             requeue.extend(f"{player}\x1f{since!r}" for player, since in waiting.items())
-        k = lambda name: self.key(arena_id, name)  # noqa: E731
+        k = partial(self.key, arena_id)
         return bool(await self._scored(
             keys=[k("board"), k("rec"), k("playing"), k("queue"), k("ready")],
             args=[k("cool:"), repr(now), "\x1e".join(players), "\x1e".join(cooldowns), "\x1e".join(requeue)],
@@ -387,12 +376,14 @@ class HotStore:
     async def position(self, arena_id: str, player_id: str) -> int | None:
         """0-based position of a player in the board's order, or None if not on it."""
         value = await self.redis.zrevrank(self.key(arena_id, "board"), player_id)
-        return None if value is None else int(value)
+        return value if isinstance(value, int) else None
 
     async def board_page(self, arena_id: str, offset: int, size: int) -> list[BoardRow]:
         """`size` rows from position `offset` (best first), each with its shared rank (AR-6)."""
-        k = lambda name: self.key(arena_id, name)  # noqa: E731
-        entries = await self.redis.zrevrange(k("board"), offset, offset + size - 1, withscores=True)
+        k = partial(self.key, arena_id)
+        # (redis-py types the reply of every form of the command; with scores it is these pairs.)
+        entries = cast("list[tuple[bytes, float]]",
+                       await self.redis.zrevrange(k("board"), offset, offset + size - 1, withscores=True))
         if not entries:
             return []
         players = [member.decode() for member, _ in entries]
@@ -412,8 +403,8 @@ class HotStore:
 
     async def hold_lease(self, arena_id: str, replica: str, lease_ms: int) -> bool:
         """Take or renew this replica's lease on pairing the arena; False if another holds it."""
-        return bool(await self._lease(keys=[self.key(arena_id, "owner")], args=[replica, lease_ms]))
+        return await self._leases.hold(self.key(arena_id, "owner"), replica, lease_ms)
 
     async def release_lease(self, arena_id: str, replica: str) -> None:
         """Give the lease back (on shutdown), so another replica takes over at once."""
-        await self._release(keys=[self.key(arena_id, "owner")], args=[replica])
+        await self._leases.release(self.key(arena_id, "owner"), replica)

@@ -25,20 +25,21 @@ from redis.exceptions import RedisError
 
 from arbiter.clocks.speed import Speed
 from arbiter.competition.arena import ArenaPairing, WaitingPlayer, match_waiting
-from arbiter.competition.types import Side
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.events import timestamp
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.pause import pause
 from arbiter.kit.timesource import TimeSource
+from arbiter.kit.watch import Foreground
 from arbiter.openings.draw import initial_fen
+from arbiter.vocabulary import Side
 from services.arena import store
+from services.arena.clients import RatingCache
 from services.arena.convert import SPEED_TO_PROTO
 from services.arena.hot import Colours, HotStore, Waiting
 from services.arena.lifecycle import Lifecycle, finish_if_done
 from services.arena.metrics import ArenaMetrics
-from services.arena.ratings import RatingCache
 from services.arena.rebuild import rebuild_arena
 from services.arena.settings import ArenaSettings
 from services.arena.watch import WatchHub
@@ -56,7 +57,7 @@ class ArenaInfo:
 
     arena_id: str
     variant: str
-    speed: int
+    speed: common.Speed
     base_seconds: int
     increment_seconds: int
     rated: bool
@@ -69,14 +70,15 @@ class Matchmaker:
     """Holds the leases of the arenas this replica pairs and runs their passes."""
 
     def __init__(
-        self, pool: asyncpg.Pool, hot: HotStore, outbox: Outbox, clock: TimeSource, ratings: RatingCache,
+        self, pool: asyncpg.Pool, hot: HotStore, outbox: Outbox, time_source: TimeSource, ratings: RatingCache,
         hub: WatchHub, lifecycle: Lifecycle, metrics: ArenaMetrics, settings: ArenaSettings,
         replica: str | None = None, on_paired: Callable[[str, list[tuple[str, str, str]]], None] | None = None,
+        foreground: Foreground | None = None,
     ) -> None:
         self.pool = pool
         self.hot = hot
         self.outbox = outbox
-        self.clock = clock
+        self.time_source = time_source
         self.ratings = ratings
         self.hub = hub
         self.lifecycle = lifecycle
@@ -86,6 +88,8 @@ class Matchmaker:
         # The benchmark's probe: called with (arena id, [(game id, white, black)]) right after a save commits
         # (the GameRequested events are then in the outbox); the queue update may still be in flight.
         self.on_paired = on_paired
+        # Passes are work Watch streams give way to (players wait for them).
+        self.foreground = foreground or Foreground()
         self._wakes: dict[str, asyncio.Event] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._info: dict[str, ArenaInfo] = {}
@@ -110,16 +114,21 @@ class Matchmaker:
 
     # -- the Redis side, rebuilt on demand ----------------------------------------------------
 
-    async def ensure_hot(self, arena_id: str) -> None:
-        """Rebuild the arena's Redis keys from PostgreSQL when its marker is missing (e.g. after a flush)."""
-        if not await self.hot.is_ready(arena_id):
-            await self.rebuild(arena_id)
+    async def ensure_hot(self, arena_id: str, hot: HotStore | None = None) -> None:
+        """Rebuild the arena's Redis keys from PostgreSQL when its marker is missing (e.g. after a flush).
 
-    async def rebuild(self, arena_id: str) -> None:
-        """Rewrite the arena's Redis keys from PostgreSQL."""
-        await rebuild_arena(self.pool, self.hot, arena_id, self.clock.now())
+        The marker is looked at through `hot` when given: a caller's own pool, not the matchmaker's.
+        """
+        if not await (hot or self.hot).is_ready(arena_id):
+            await self.rebuild(arena_id, missing=True)
+
+    async def rebuild(self, arena_id: str, *, missing: bool = False) -> None:
+        """Rewrite the arena's Redis keys from PostgreSQL; `missing`: because Redis no longer held them."""
+        await rebuild_arena(self.pool, self.hot, arena_id, self.time_source.now())
         self.metrics.rebuilds.labels(self.metrics.service).inc()
-        log.info("arena rebuilt from PostgreSQL", extra={"arena_id": arena_id})
+        if missing:
+            self.metrics.hot_rebuilds.labels(self.metrics.service, "arena").inc()
+        log.info("arena rebuilt from PostgreSQL", extra={"arena_id": arena_id, "keys_were_missing": missing})
 
     # -- one pass -----------------------------------------------------------------------------
 
@@ -138,13 +147,13 @@ class Matchmaker:
         """Pair whoever may meet among the players waiting in `arena_id`; return the games requested."""
         started = time.perf_counter()
         info = await self._arena_info(arena_id)
-        now = self.clock.now()
+        now = self.time_source.now()
         if info is None or now >= info.ends_at:
             # AR-1: no new pairings once the duration is over.
             return 0
         waiting = await self.hot.snapshot(arena_id, now.timestamp())
         if waiting is None:
-            await self.rebuild(arena_id)
+            await self.rebuild(arena_id, missing=True)
             waiting = await self.hot.snapshot(arena_id, now.timestamp()) or []
         service = self.metrics.service
         self.metrics.waiting.labels(service, arena_id).set(len(waiting))
@@ -301,13 +310,13 @@ class Matchmaker:
         """Redis and PostgreSQL disagree after a pass: rebuild now, or mark the keys for the next reader."""
         try:
             await self.rebuild(arena_id)
-        except (OSError, RedisError, asyncpg.PostgresError, asyncio.TimeoutError):
+        except (TimeoutError, OSError, RedisError, asyncpg.PostgresError):
             log.warning("rebuild after a refused save failed; the next pass rebuilds", extra={"arena_id": arena_id})
             with contextlib.suppress(OSError, RedisError):
                 await self.hot.invalidate(arena_id)
 
     def _observe(self, saved: Sequence[ArenaPairing], by_id: dict[str, Waiting], now: datetime) -> None:
-        scale = self.clock.scale
+        scale = self.time_source.scale
         for pairing in saved:
             for player in (pairing.white, pairing.black):
                 waiting = by_id[player]
@@ -323,7 +332,7 @@ class Matchmaker:
         """The GameRequested of each new game, copied from one template per pass (a burst opens thousands)."""
         template = ev.GameRequested(
             competition=common.CompetitionRef(kind=common.COMPETITION_KIND_ARENA, id=info.arena_id),
-            variant=info.variant, speed=info.speed,  # type: ignore[arg-type]
+            variant=info.variant, speed=info.speed,
             rated=info.rated, boost_allowed=True, requested_at=timestamp(now),
             opening=common.Opening(variant=info.variant, mode=common.OPENING_MODE_FREE, fen=info.fen),
         )
@@ -354,7 +363,7 @@ class Matchmaker:
                 try:
                     await self._hold_leases()
                     await self._announce_timer_changes()
-                except (OSError, RedisError, asyncpg.PostgresError, asyncio.TimeoutError) as error:
+                except (TimeoutError, OSError, RedisError, asyncpg.PostgresError) as error:
                     log.warning("lease round failed, retrying", extra={"error": repr(error)})
                 await pause(stop, self.settings.lease_renew_seconds)
         finally:
@@ -382,9 +391,14 @@ class Matchmaker:
             await self.hot.release_lease(arena_id, self.replica)
         service = self.metrics.service
         self.metrics.owned.labels(service).set(len(self._workers))
+        self.metrics.live.labels(service).set(len(live))
+        now = self.time_source.now()
         for arena_id in self._workers:
             self.metrics.leaderboard_size.labels(service, arena_id).set(await self.hot.board_size(arena_id))
-            self.metrics.waiting.labels(service, arena_id).set(await self.hot.waiting_count(arena_id))
+            info = self._info.get(arena_id)
+            # AR-1: once its duration is over an arena pairs nobody; those still queued wait for no game.
+            closing = info is not None and now >= info.ends_at
+            self.metrics.waiting.labels(service, arena_id).set(0 if closing else await self.hot.waiting_count(arena_id))
 
     async def _start_worker(self, arena_id: str) -> None:
         log.info("pairing arena", extra={"arena_id": arena_id, "replica": self.replica})
@@ -416,22 +430,24 @@ class Matchmaker:
                 await asyncio.wait_for(event.wait(), self.settings.tick_seconds)
             event.clear()
             try:
-                await self.pair_once(arena_id)
-                await self._finish_if_closing(arena_id)
+                with self.foreground.at_work():
+                    await self.pair_once(arena_id)
+                    await self._finish_if_closing(arena_id)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 # Keep the worker alive: the next tick retries from what PostgreSQL and Redis say.
+                self.metrics.pass_failures.inc()
                 log.exception("pairing pass failed; retrying at the next tick", extra={"arena_id": arena_id})
                 await asyncio.sleep(self.settings.tick_seconds)
 
     async def _finish_if_closing(self, arena_id: str) -> None:
         """Safety net for AR-1's end: finish a closing arena whose last game ended (normally done by the result)."""
         info = self._info.get(arena_id)
-        if info is None or self.clock.now() < info.ends_at:
+        if info is None or self.time_source.now() < info.ends_at:
             return
         async with self.pool.acquire() as connection, connection.transaction():
-            done = await finish_if_done(connection, self.outbox, arena_id, self.clock.now())
+            done = await finish_if_done(connection, self.outbox, arena_id, self.time_source.now())
         if done:
             await self.hub.publish(arena_id, "finished")
 

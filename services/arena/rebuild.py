@@ -1,53 +1,50 @@
 """Rebuilding an arena's Redis keys from PostgreSQL (arena, players, games, results).
 
-Fetch under the arena's row lock, compute with the pure rules (`recompute_records` for
-AR-4/AR-5, `next_allowed_meeting` for AR-3), and write Redis before the lock is released,
-so that no result or pairing committed meanwhile is overwritten by older values.
+Fetch under the arena's row lock, compute with the pure rules (`score_results`: the same
+computation the results go through, AR-2..AR-5, over every finished game from blank records),
+and write Redis before the lock is released, so that no result or pairing committed meanwhile is
+overwritten by older values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import asyncpg
 
-from arbiter.competition.arena import next_allowed_meeting, recompute_records
-from arbiter.competition.types import Side
+from arbiter.competition.arena import ArenaSeat, pairs_players, score_results
+from arbiter.kit.db import Row
+from arbiter.vocabulary import Side
 from services.arena import store
 from services.arena.hot import Colours, HotArena, HotStore
 
 
-def hot_state(arena: Mapping[str, Any], players: Sequence[Any], games: Sequence[Any], now: datetime) -> HotArena:
+def hot_state(arena: Row, players: Sequence[Any], games: Sequence[Any], now: datetime) -> HotArena:
     """What Redis must hold for one arena at `now`, from its stored rows."""
-    joined = [p["player_id"] for p in players]
-    records = recompute_records(store.finished_games_in_scoring_order(games), joined)
     colours: dict[str, Colours] = {}
     playing: set[str] = set()
-    met: dict[tuple[str, str], tuple[int, datetime]] = {}
     for game in games:  # request order
         white, black = game["white_id"], game["black_id"]
         colours[white] = colours.get(white, Colours()).after(Side.WHITE)
         colours[black] = colours.get(black, Colours()).after(Side.BLACK)
         if game["result"] is None:
             playing.update((white, black))
-            continue
-        pair = (min(white, black), max(white, black))
-        count, last = met.get(pair, (0, game["finished_at"]))
-        met[pair] = (count + 1, max(last, game["finished_at"]))
+    outcome = score_results(
+        store.scored_again(games), {p["player_id"]: ArenaSeat(active=p["active"]) for p in players}, playing=playing,
+        pairing=pairs_players(arena["state"] == "running", arena["ends_at"], now),
+    )
     cooldowns: dict[str, dict[str, float]] = {}
-    for (a, b), (count, last) in met.items():
-        # AR-3: k meetings block the pair for 5*k minutes after the last one ended.
-        until = next_allowed_meeting(count, last)
+    for pair, until in outcome.next_meetings.items():
+        # AR-3: only the cooldowns still running are kept.
         if until > now:
+            a, b = sorted(pair)
             cooldowns.setdefault(a, {})[b] = until.timestamp()
             cooldowns.setdefault(b, {})[a] = until.timestamp()
-    waiting: dict[str, float] = {}
-    if arena["state"] == "running" and now < arena["ends_at"]:
-        # AR-2: every present player not in a game waits; the wait restarts now.
-        waiting = {p["player_id"]: now.timestamp() for p in players if p["active"] and p["player_id"] not in playing}
-    return HotArena(records=records, colours=colours, playing=frozenset(playing), waiting=waiting,
+    # AR-2: every present player not in a game waits; the wait restarts now.
+    waiting = dict.fromkeys(sorted(outcome.requeue), now.timestamp())
+    return HotArena(records=outcome.records, colours=colours, playing=frozenset(playing), waiting=waiting,
                     cooldowns=cooldowns)
 
 

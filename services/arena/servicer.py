@@ -17,18 +17,29 @@ from typing import Any, Final
 import asyncpg
 
 from arbiter.clocks import boosted_time_control, speed_of
-from arbiter.competition.arena import ArenaPlayerRecord
-from arbiter.competition.creation import ArenaRequest, competition_name, competition_variant, validate_arena_settings
+from arbiter.competition.arena import ArenaPlayerRecord, BoostRefusal, BoostRefused, pairs_players, take_boost
+from arbiter.competition.creation import ArenaRequest, competition_variant, validate_arena_settings
 from arbiter.competition.tournament_flow import check_live_time_control
-from arbiter.competition.types import AccountKind
 from arbiter.contracts import arena_pb2 as ap
 from arbiter.contracts import arena_pb2_grpc
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
-from arbiter.kit.creators import claim_creator_slot
 from arbiter.kit.actors import registered_player
+from arbiter.kit.auth import PLAYERS, READERS, RpcRoles
+from arbiter.kit.creators import claim_creator_slot
+from arbiter.kit.db import present
 from arbiter.kit.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from arbiter.kit.events import timestamp
+from arbiter.kit.fields import (
+    COMPETITION_ID,
+    GAME_ID,
+    PLAYER_ID,
+    TOKEN,
+    check_id,
+    check_optional_id,
+    display_name,
+)
+from arbiter.kit.idempotency import create_once
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.paging import token_bytes
 from arbiter.kit.timers import schedule_timer
@@ -43,7 +54,6 @@ from services.arena.watch import FINAL_CHANGES, WatchHub
 
 DEFAULT_PAGE_SIZE: Final = 20
 MAX_PAGE_SIZE: Final = 100
-MAX_ID_LENGTH: Final = 128
 # Rows of the leaderboard sent with every Watch change.
 WATCH_TOP: Final = 10
 # States in which nobody may join any more.
@@ -71,43 +81,66 @@ def _decode_offset(token: str) -> int:
 
 
 _MAX_OFFSET = 2**31 - 1
+# The answer to each boost the rules refuse (AR-5).
+_BOOST_REFUSALS: Final = {
+    BoostRefusal.NOT_A_PLAYER: PermissionDenied,
+    BoostRefusal.GAME_OVER: FailedPrecondition,
+    BoostRefusal.ALREADY_BOOSTED: AlreadyExists,
+    BoostRefusal.ALREADY_MOVED: FailedPrecondition,
+}
+
+
+# Who may call what (arbiter.kit.auth): players act through the play site; reads are public.
+RPC_ROLES: RpcRoles = {
+    "CreateArena": PLAYERS,
+    "JoinArena": PLAYERS,
+    "LeaveArena": PLAYERS,
+    "Boost": PLAYERS,
+    "GetArena": READERS,
+    "GetLeaderboard": READERS,
+    "WatchArena": READERS,
+}
 
 
 class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
     """The gRPC face of the arena service."""
 
-    def __init__(self, pool: asyncpg.Pool, outbox: Outbox, clock: TimeSource, hot: HotStore,
-                 matchmaker: Matchmaker, hub: WatchHub, settings: ArenaSettings) -> None:
+    def __init__(self, pool: asyncpg.Pool, outbox: Outbox, time_source: TimeSource, hot: HotStore,
+                 matchmaker: Matchmaker, hub: WatchHub, settings: ArenaSettings, *, watch_hot: HotStore) -> None:
         self.pool = pool
         self.outbox = outbox
-        self.clock = clock
+        self.time_source = time_source
         self.hot = hot
         self.matchmaker = matchmaker
         self.hub = hub
         self.settings = settings
+        # The leaderboard sent with Watch changes is read on a pool other than the calls' (`hot`).
+        self.watch_hot = watch_hot
 
     # -- creation --------------------------------------------------------------------------------
 
     async def CreateArena(self, request: ap.CreateArenaRequest, context: Any) -> ap.Arena:
         """Open an arena: registered creators (A-1), one live competition each (A-2), AR-1 schedule."""
         creator = registered_player(request.actor, "create competitions")
-        if request.request_id:
-            existing = await store.arena_by_request(self.pool, creator, request.request_id)
-            if existing is not None:
-                return await self._message(existing)
+        row = await create_once(
+            request.request_id, lambda: store.arena_by_request(self.pool, creator, request.request_id),
+            lambda: self._create_arena(creator, request))
+        return await self._message(row)
+
+    async def _create_arena(self, creator: str, request: ap.CreateArenaRequest) -> Any:
+        """Check the settings, then save the arena, its timers and ArenaCreated at once; its row."""
         settings = request.settings
-        name = competition_name(settings.name, "an arena")
+        name = display_name(settings.name, "an arena")
         variant = competition_variant(settings.variant)
         if not settings.HasField("time_control"):
             raise InvalidArgument("settings.time_control is required: a Fischer base + increment (R-6)")
         base, increment = settings.time_control.base_seconds, settings.time_control.increment_seconds
         check_live_time_control(base, increment)
-        now = self.clock.now()
+        now = self.time_source.now()
         starts_at = settings.starts_at.ToDatetime(tzinfo=UTC) if settings.HasField("starts_at") else None
-        # A-2 is enforced by the creator registry below, in the creating transaction.
+        # A-2 is decided by the creator registry below, in the creating transaction.
         schedule = validate_arena_settings(ArenaRequest(
-            creator_kind=AccountKind.REGISTERED, creator_has_live_competition=False, created_at=now,
-            duration=timedelta(minutes=settings.duration_minutes), starts_at=starts_at,
+            created_at=now, duration=timedelta(minutes=settings.duration_minutes), starts_at=starts_at,
         ))
         speed = speed_of(base, increment)
         rated = settings.rated if settings.HasField("rated") else True
@@ -117,37 +150,29 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
         stored.starts_at.CopyFrom(timestamp(schedule.starts_at))
         arena_id = f"a_{secrets.token_hex(6)}"
         state = "running" if schedule.starts_at_once else "scheduled"
-        try:
-            async with self.pool.acquire() as connection, connection.transaction():
-                await claim_creator_slot(connection, creator, "arena", arena_id)
-                await connection.execute(
-                    """
-                    INSERT INTO arenas (id, creator_id, request_id, name, variant, base_seconds, increment_seconds,
-                        speed, rated, duration_minutes, starts_at, ends_at, state, settings, created_at)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-                    """,
-                    arena_id, creator, request.request_id or None, name, variant, base, increment, speed.value,
-                    rated, settings.duration_minutes, schedule.starts_at, schedule.ends_at, state,
-                    stored.SerializeToString(), now,
-                )
-                payload = {"arena_id": arena_id}
-                if not schedule.starts_at_once:
-                    await schedule_timer(connection, start_timer_id(arena_id), START_TIMER, schedule.starts_at, payload)
-                await schedule_timer(connection, end_timer_id(arena_id), END_TIMER, schedule.ends_at, payload)
-                event = ev.ArenaCreated(
-                    arena_id=arena_id, creator_id=creator, name=name, variant=variant, speed=SPEED_TO_PROTO[speed],
-                    starts_at=timestamp(schedule.starts_at), ends_at=timestamp(schedule.ends_at), rated=rated,
-                )
-                event.meta.event_id = f"{arena_id}/created"
-                await self.outbox.add(connection, event)
-        except (FailedPrecondition, asyncpg.UniqueViolationError):
-            # A retry racing its own first attempt gets the first attempt's arena.
-            if request.request_id:
-                existing = await store.arena_by_request(self.pool, creator, request.request_id)
-                if existing is not None:
-                    return await self._message(existing)
-            raise
-        return await self._message(await store.arena(self.pool, arena_id))
+        async with self.pool.acquire() as connection, connection.transaction():
+            await claim_creator_slot(connection, creator, "arena", arena_id)
+            await connection.execute(
+                """
+                INSERT INTO arenas (id, creator_id, request_id, name, variant, base_seconds, increment_seconds,
+                    speed, rated, duration_minutes, starts_at, ends_at, state, settings, created_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                """,
+                arena_id, creator, request.request_id or None, name, variant, base, increment, speed.value,
+                rated, settings.duration_minutes, schedule.starts_at, schedule.ends_at, state,
+                stored.SerializeToString(), now,
+            )
+            payload = {"arena_id": arena_id}
+            if not schedule.starts_at_once:
+                await schedule_timer(connection, start_timer_id(arena_id), START_TIMER, schedule.starts_at, payload)
+            await schedule_timer(connection, end_timer_id(arena_id), END_TIMER, schedule.ends_at, payload)
+            event = ev.ArenaCreated(
+                arena_id=arena_id, creator_id=creator, name=name, variant=variant, speed=SPEED_TO_PROTO[speed],
+                starts_at=timestamp(schedule.starts_at), ends_at=timestamp(schedule.ends_at), rated=rated,
+            )
+            event.meta.event_id = f"{arena_id}/created"
+            await self.outbox.add(connection, event)
+        return await store.arena(self.pool, arena_id)
 
     async def _message(self, row: Any) -> ap.Arena:
         players, games = await store.counts(self.pool, row["id"])
@@ -156,10 +181,7 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
     # -- reading ---------------------------------------------------------------------------------
 
     async def _arena(self, arena_id: str) -> Any:
-        if not arena_id:
-            raise InvalidArgument("arena_id is required")
-        if len(arena_id) > MAX_ID_LENGTH:
-            raise InvalidArgument(f"arena_id is {len(arena_id)} characters long; at most {MAX_ID_LENGTH}")
+        check_id(arena_id, COMPETITION_ID, "arena_id")
         row = await store.arena(self.pool, arena_id)
         if row is None:
             raise NotFound(f"no arena {arena_id}")
@@ -171,6 +193,8 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
 
     async def GetLeaderboard(self, request: ap.GetLeaderboardRequest, context: Any) -> ap.GetLeaderboardResponse:
         """Points then wins (AR-6), a page at a time, or the page around one player."""
+        check_optional_id(request.around_player_id, PLAYER_ID, "around_player_id")
+        check_optional_id(request.page.page_token, TOKEN, "page.page_token")
         row = await self._arena(request.arena_id)
         size = request.page.page_size or DEFAULT_PAGE_SIZE
         if size < 0:
@@ -178,7 +202,7 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
         size = min(size, MAX_PAGE_SIZE)
         if request.around_player_id and request.page.page_token:
             raise InvalidArgument("give either around_player_id or page_token, not both")
-        await self.matchmaker.ensure_hot(row["id"])
+        await self.matchmaker.ensure_hot(row["id"], self.hot)
         if request.around_player_id:
             position = await self.hot.position(row["id"], request.around_player_id)
             if position is None:
@@ -201,10 +225,10 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
         player = registered_player(request.actor, "play competitions")
         row = await self._arena(request.arena_id)
         self._open(row, "joining")
-        now = self.clock.now()
-        await self.matchmaker.ensure_hot(row["id"])
+        now = self.time_source.now()
+        await self.matchmaker.ensure_hot(row["id"], self.hot)
         async with self.pool.acquire() as connection, connection.transaction():
-            locked = await store.arena(connection, row["id"], "FOR SHARE")
+            locked = present(await store.arena(connection, row["id"], "FOR SHARE"), row["id"])
             self._open(locked, "joining")
             # A pairing save must see this join either whole or not at all (see store.lock_pairing).
             await store.lock_pairing(connection, row["id"])
@@ -226,7 +250,7 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
                 record = store.record_of(current)
             playing = await store.running_game_of(connection, row["id"], player) is not None
             players, _ = await store.counts(connection, row["id"])
-            may_play = locked["state"] == "running" and now < locked["ends_at"] and not playing
+            may_play = pairs_players(locked["state"] == "running", locked["ends_at"], now) and not playing
             # Written before the commit so that a pass right after it finds the player; a rolled
             # back join leaves a queue entry the pairing save refuses (PostgreSQL says not active).
             await self.hot.join(row["id"], player, record, now.timestamp() if may_play else None)
@@ -239,7 +263,7 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
         reason = _OVER.get(row["state"])
         if reason is not None:
             raise FailedPrecondition(f"arena {row['id']} ended at {_when(row['ends_at'])}; {verb} closed: {reason}")
-        if self.clock.now() >= row["ends_at"]:
+        if self.time_source.now() >= row["ends_at"]:
             raise FailedPrecondition(
                 f"arena {row['id']} ended at {_when(row['ends_at'])}; {verb} closed: its duration is over (AR-1)"
             )
@@ -258,7 +282,7 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
                 raise FailedPrecondition(f"{player} is not in arena {row['id']}")
             await connection.execute(
                 "UPDATE arena_players SET active = false, left_at = $3 WHERE arena_id = $1 AND player_id = $2",
-                row["id"], player, self.clock.now(),
+                row["id"], player, self.time_source.now(),
             )
             in_game = await store.running_game_of(connection, row["id"], player) is not None
         await self.hot.leave(row["id"], player)
@@ -270,35 +294,23 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
     async def Boost(self, request: ap.BoostRequest, context: Any) -> ap.BoostResponse:
         """AR-5: before one's own first move, double a win's points for a shorter clock."""
         player = registered_player(request.actor, "play competitions")
+        check_id(request.game_id, GAME_ID, "game_id")
         row = await self._arena(request.arena_id)
-        if not request.game_id:
-            raise InvalidArgument("game_id is required")
         async with self.pool.acquire() as connection, connection.transaction():
             game = await connection.fetchrow(
                 "SELECT * FROM arena_games WHERE game_id = $1 AND arena_id = $2 FOR UPDATE", request.game_id, row["id"]
             )
             if game is None:
                 raise NotFound(f"no game {request.game_id} in arena {row['id']}")
-            if player == game["white_id"]:
-                side = "white"
-            elif player == game["black_id"]:
-                side = "black"
-            else:
-                raise PermissionDenied(f"{player} does not play game {request.game_id}; only its players may boost")
-            if game["result"] is not None:
-                raise FailedPrecondition(f"game {request.game_id} is over ({game['result']}); boosting is too late")
-            if game[f"{side}_boosted"]:
-                raise AlreadyExists(f"{player} already boosted game {request.game_id} (AR-5)")
-            if game[f"{side}_moved"]:
-                raise FailedPrecondition(
-                    f"{player} already moved in game {request.game_id}; a boost is taken before one's own first"
-                    " move (AR-5)"
-                )
+            try:
+                side = take_boost(store.boostable_game(game), player).value
+            except BoostRefused as refused:
+                raise _BOOST_REFUSALS[refused.refusal](str(refused)) from None
             await connection.execute(
                 f"UPDATE arena_games SET {side}_boosted = true WHERE game_id = $1", request.game_id
             )
             event = ev.BoostTaken(game_id=request.game_id, arena_id=row["id"], player_id=player,
-                                  at=timestamp(self.clock.now()))
+                                  at=timestamp(self.time_source.now()))
             event.meta.event_id = f"{request.game_id}/boost/{side}"
             await self.outbox.add(connection, event)
         base, increment = boosted_time_control(row["base_seconds"], row["increment_seconds"])
@@ -313,22 +325,28 @@ class ArenaServicer(arena_pb2_grpc.ArenaServiceServicer):
         """A snapshot, then every change with the top of the leaderboard, until the arena finishes."""
         row = await self._arena(request.arena_id)
         # Subscribe before reading the snapshot, so no change falls between the two.
-        subscription = await self.hub.subscribe(row["id"], self.settings.watch_max_seconds)
+        subscription = await self.hub.subscribe(row["id"], self.settings.watch_max_seconds, self._complete_changes)
         try:
-            yield await self._change(row["id"], ap.ArenaChange(change="snapshot"))
-            row = await store.arena(self.pool, row["id"])
-            if row["state"] in ("finished", "cancelled"):
+            snapshot = ap.ArenaChange(change="snapshot")
+            await self._fill(row["id"], [snapshot], self.hot)
+            yield snapshot
+            if snapshot.arena.state in (ap.ARENA_STATE_FINISHED, ap.ARENA_STATE_CANCELLED):
                 return
             while (change := await subscription.next()) is not None:
-                yield await self._change(row["id"], change)
+                yield change
                 if change.change in FINAL_CHANGES:
                     return
         finally:
             await subscription.close()
 
-    async def _change(self, arena_id: str, change: ap.ArenaChange) -> ap.ArenaChange:
-        row = await store.arena(self.pool, arena_id)
-        change.arena.CopyFrom(await self._message(row))
-        await self.matchmaker.ensure_hot(arena_id)
-        change.top.extend(board_rows(await self.hot.board_page(arena_id, 0, WATCH_TOP)))
-        return change
+    async def _complete_changes(self, arena_id: str, changes: list[ap.ArenaChange]) -> None:
+        """The arena and the top of its leaderboard in each change heard, read once for all its streams here."""
+        await self._fill(arena_id, changes, self.watch_hot)
+
+    async def _fill(self, arena_id: str, changes: list[ap.ArenaChange], hot: HotStore) -> None:
+        arena = await self._message(await store.arena(self.pool, arena_id))
+        await self.matchmaker.ensure_hot(arena_id, hot)
+        top = board_rows(await hot.board_page(arena_id, 0, WATCH_TOP))
+        for change in changes:
+            change.arena.CopyFrom(arena)
+            change.top.extend(top)

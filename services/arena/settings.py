@@ -19,12 +19,13 @@ class ArenaSettings(WatchSettings):
     rating_retry_seconds: float = Field(default=10.0, gt=0)
     # Ownership of one arena's pairing (a Redis lease per arena), in real seconds: a dead owner's
     # arenas are taken over within about lease_seconds + lease_renew_seconds.
-    # This process's name in the lease (logs and dashboards); empty means a random one per start.
-    replica_id: str = ""
     lease_seconds: float = Field(default=3.0, gt=0)
     lease_renew_seconds: float = Field(default=0.5, gt=0)
     # An owned arena is re-paired at least this often (real seconds), for AR-3 cooldowns running out.
     tick_seconds: float = Field(default=0.25, gt=0)
+    # Redis connections of the matchmaker (leases, passes, wakes; its wake listener keeps one), a pool of
+    # its own: neither the calls nor the result consumer can take them.
+    redis_matchmaker_connections: int = Field(default=20, ge=2)
     # Events per batch from game.finished and game.move_made.
     result_batch_size: int = Field(default=500, ge=1)
     # How often stored start and end timers are looked for (real seconds); each look is a query, also

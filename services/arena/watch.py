@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from arbiter.contracts import arena_pb2 as ap
 from arbiter.kit import watch
-from arbiter.kit.watch import FINAL_CHANGES as FINAL_CHANGES  # noqa: PLC0414 (the servicer's name for it)
+from arbiter.kit.watch import FINAL_CHANGES as FINAL_CHANGES
 
 
 class WatchHub(watch.WatchHub[ap.ArenaChange]):

@@ -8,7 +8,9 @@ Exactly once, with any number of replicas and crashes:
    that is ignored. A decided record is never decided again, so a retry publishes the same one.
 3. One PostgreSQL transaction inserts the verdict into `verdicts` (primary key game_id) and, only
    if the row is new, its event (deterministic id `flag:<game>` / `abandon:<game>`) into the
-   outbox. A second replica or a retry after a crash inserts nothing.
+   outbox, with the decided record's copy (`store.LiveCopies`). A second replica or a retry after
+   a crash inserts nothing; a Redis lost after the commit is rebuilt with the game decided, and its
+   deadline at the verdict's instant brings it back here (step 2 then publishes that verdict).
 4. The record becomes `over` (compare-and-set) and the claim is dropped. A replica killed
    before step 4 leaves the game in flight; when the lease runs out it is claimed again and
    steps 2-4 repeat (step 3 then does nothing if it had committed).
@@ -21,6 +23,14 @@ it of any earlier one set since (`LiveStore.watch_deadlines`): it wakes for thos
 deadline set by another replica after this one's last look (a replica that died before its own
 poller saw it) and a lease that ran out wait for the next blind look, at most
 `flag_poll_max_seconds` later.
+
+Partitions: a replica decides only the games whose partition of every topic its consumers read
+it holds, and has read up since it got it (`SettledKeys`): when a replica dies, the moves and
+results waiting in its partitions are read by the replica they are handed to before any deadline
+of those games is decided, by that replica. The two consumer groups lay partitions out alike
+(`CoPartitionAssignor`), so each game has one replica holding all of its partitions; while the
+groups disagree (one rebalanced, the other not yet) its deadlines wait, which only delays them.
+Without consumers to follow (`ownership` None) every game is decided here.
 """
 
 from __future__ import annotations
@@ -35,15 +45,17 @@ from redis.exceptions import RedisError
 
 from arbiter.clocks import Verdict
 from arbiter.kit.contact import BrokerContact
+from arbiter.kit.db import Connection
+from arbiter.kit.kafka import SettledKeys
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
+from services.clock.clocked_game import ClockedGame, Kind, Status, game_verdict
 from services.clock.handlers import MAX_ATTEMPTS
+from services.clock.hot import LiveRow, LiveStore
 from services.clock.metrics import ClockMetrics
-from services.clock.model import GameRecord, Kind, Status, record_verdict
 from services.clock.operations import conclude
-from services.clock.records import CorrespondenceStore, save_verdicts
 from services.clock.settings import ClockSettings
-from services.clock.store import LiveStore
+from services.clock.store import CorrespondenceStore, LiveCopies, save_verdicts
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +66,11 @@ class FlagPoller:
     def __init__(
         self, live: LiveStore, correspondence: CorrespondenceStore, pool: asyncpg.Pool, outbox: Outbox,
         time_source: TimeSource, metrics: ClockMetrics, settings: ClockSettings,
-        contact: BrokerContact | None = None,
+        contact: BrokerContact | None = None, ownership: SettledKeys | None = None,
     ) -> None:
         self.live = live
+        self.ownership = ownership
+        self.copies = LiveCopies(pool, live.prefix)
         self.contact = contact
         self.correspondence = correspondence
         self.pool = pool
@@ -83,7 +97,7 @@ class FlagPoller:
 
     def now_ms(self) -> int:
         """Competition time now, in ms."""
-        return int(self.time_source.timestamp() * 1000)
+        return self.time_source.now_ms()
 
     def deadline_set(self, deadline_ms: int) -> None:
         """A write of this process set `deadline_ms`: wake for it if it comes before the planned look."""
@@ -104,8 +118,8 @@ class FlagPoller:
                 try:
                     fired = await self.fire_due()
                     await self._sample_live()
-                except (RedisError, OSError, asyncpg.PostgresError, asyncio.TimeoutError) as error:
-                    self.metrics.base.errors.labels(self.metrics.base.service, "flag_poll").inc()
+                except (TimeoutError, RedisError, OSError, asyncpg.PostgresError) as error:
+                    self.metrics.errors.labels(self.metrics.service, "flag_poll").inc()
                     log.warning("flag poll failed, retrying", extra={"error": repr(error)})
                     self._nearest = None  # retried after the blind pause, not at once
                 if fired >= self.batch_size:
@@ -163,18 +177,21 @@ class FlagPoller:
         if time.monotonic() - self._gauge_at < self.gauge_every:
             return
         self._gauge_at = time.monotonic()
-        self.metrics.live_clocks.labels(self.metrics.base.service).set(await self.live.live_count())
+        self.metrics.live_clocks.labels(self.metrics.service).set(await self.live.live_count())
 
     async def fire_due(self) -> int:
         """Claim the games due now, decide and publish; return how many were claimed."""
         now = self.now_ms()
-        claimed, self._nearest = await self.live.claim(self.cutoff_ms(now), now + self.lease_ms, self.batch_size)
+        decidable = await self.ownership.view() if self.ownership is not None else None
+        claimed, self._nearest = await self.live.claim(self.cutoff_ms(now), now + self.lease_ms, self.batch_size,
+                                                       decidable)
         if not claimed:
             return 0
+        generation = self.live.generation
         records = await self.live.load_many(claimed)
         missing = [game_id for game_id, record in records.items() if record is None]
         stored_elsewhere = await self.correspondence.known(missing) if missing else set()
-        live: list[GameRecord] = []
+        live: list[ClockedGame] = []
         correspondence: list[str] = []
         forgotten: list[str] = []
         for game_id in claimed:
@@ -186,23 +203,26 @@ class FlagPoller:
             else:
                 live.append(record)
         await self.live.release(forgotten)
-        await self._fire_live(live, now)
+        await self._fire_live(live, now, generation)
         for game_id in correspondence:
             await self._fire_correspondence(game_id, now)
         return len(claimed)
 
-    async def _fire_live(self, records: list[GameRecord], now: int) -> None:
-        decided: list[tuple[GameRecord, Verdict]] = []
+    async def _fire_live(self, records: list[ClockedGame], now: int, generation: int) -> None:
+        decided: list[tuple[ClockedGame, Verdict]] = []
         not_due: list[str] = []
+        # The decided records go to PostgreSQL's copy with their verdict: a Redis lost after that
+        # gives them back decided, and the verdict is published, once, as after a crash.
+        copies: list[LiveRow] = []
         pending = records
         for _ in range(MAX_ATTEMPTS):
-            to_save: list[GameRecord] = []
+            to_save: list[ClockedGame] = []
             for record in pending:
                 if record.status is Status.DECIDED and record.verdict is not None:
                     # Decided by a replica that died before saving it: publish that same verdict.
                     decided.append((record, record.verdict))
                     continue
-                verdict = record_verdict(record, now)
+                verdict = game_verdict(record, now)
                 if verdict is None:
                     if record.status is Status.RUNNING:
                         # Not due after all: save unchanged so the deadline set holds its next deadline.
@@ -214,9 +234,9 @@ class FlagPoller:
                 record.verdict = verdict
                 conclude(record, verdict.at_ms)
                 to_save.append(record)
-            saved = await self.live.save_many(to_save)
-            lost = [record.game_id for record, ok in zip(to_save, saved) if not ok]
-            for record, ok in zip(to_save, saved):
+            saved = await self.live.save_many(to_save, copies=copies, read_in=generation)
+            lost = [record.game_id for record, ok in zip(to_save, saved, strict=True) if not ok]
+            for record, ok in zip(to_save, saved, strict=True):
                 if not ok:
                     continue
                 if record.status is Status.DECIDED and record.verdict is not None:
@@ -225,6 +245,7 @@ class FlagPoller:
                     not_due.append(record.game_id)
             if not lost:
                 break
+            generation = self.live.generation
             reloaded = await self.live.load_many(lost)
             pending = [r for r in reloaded.values() if r is not None]
             not_due.extend(game_id for game_id, r in reloaded.items() if r is None)
@@ -234,16 +255,19 @@ class FlagPoller:
             return
         async with self.pool.acquire() as connection, connection.transaction():
             inserted = await save_verdicts(connection, self.outbox, decided, self.time_source.now())
+            await self.copies.save(copies, connection)
         self._observe([verdict for record, verdict in decided if record.game_id in inserted])
         for record, _ in decided:
             record.status = Status.OVER
         # A record changed meanwhile (a GameFinished) keeps its own state; either way the claim ends.
-        await self.live.save_many([record for record, _ in decided])
+        over: list[LiveRow] = []
+        await self.live.save_many([record for record, _ in decided], copies=over, read_in=generation)
+        await self.copies.save(over)
         await self.live.release([record.game_id for record, _ in decided])
 
     async def _fire_correspondence(self, game_id: str, now: int) -> None:
-        async def settle(connection: asyncpg.Connection, record: GameRecord) -> Verdict | None:
-            verdict = record_verdict(record, now)
+        async def settle(connection: Connection, record: ClockedGame) -> Verdict | None:
+            verdict = game_verdict(record, now)
             if verdict is None:
                 return None
             record.status = Status.OVER
@@ -258,10 +282,10 @@ class FlagPoller:
             self._observe([outcome[0]])
 
     def _observe(self, verdicts: list[Verdict]) -> None:
-        service = self.metrics.base.service
+        service = self.metrics.service
         now = self.now_ms()
         for verdict in verdicts:
-            self.metrics.flags.labels(service, verdict.reason.name.lower()).inc()
+            self.metrics.flags.labels(service, verdict.reason.value).inc()
             self.metrics.flag_latency.labels(service).observe(
                 self.time_source.real_seconds(max(0, now - verdict.at_ms) / 1000)
             )

@@ -1,4 +1,4 @@
-"""What each play-site event does to a game record: pure functions over `GameRecord`, no I/O.
+"""What each play-site event does to a clocked game: pure functions over `ClockedGame`, no I/O.
 
 Handlers fetch the record, call one of these, then save it (compare-and-set) and publish.
 Every function is idempotent for a repeated event: a ply at or below the last applied one, a
@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from arbiter.clocks import (
     ClockError,
     FischerClock,
-    Side,
     TimeControlError,
     TripleBlockClock,
     disconnect_deadline_ms,
     effective_ms,
 )
 from arbiter.clocks.verdict import clock_instant
-from services.clock.model import GameMeta, GameRecord, Kind, SidePresence, Status, with_meta
+from arbiter.vocabulary import Side
+from services.clock.clocked_game import ClockedGame, GameMeta, Kind, SidePresence, Status, with_meta
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 _NOT_STARTED = frozenset((Status.NEW, Status.REQUESTED, Status.WAITING))
 # What a record knows before any GameRequested or GameStarted.
 _BLANK_META = GameMeta()
-# A module name: reading a member through its enum class costs ~0.1 us, on every move.
+# A module name: reading a member through its enum class is an extra lookup, on every move.
 _RUNNING = Status.RUNNING
 
 
@@ -44,7 +44,7 @@ class AppliedMove:
     cause: str = ""
 
 
-def merge_meta(record: GameRecord, incoming: GameMeta) -> None:
+def merge_meta(record: ClockedGame, incoming: GameMeta) -> None:
     """Fill what the record does not know yet from GameRequested or GameStarted."""
     current = record.meta
     if (incoming.variant and incoming.kind is not Kind.UNKNOWN and (
@@ -74,7 +74,7 @@ def start_adds_nothing(meta: GameMeta) -> bool:
                 and meta.competition_id and meta.competition_kind and meta.round)
 
 
-def _merge_fields(record: GameRecord, current: GameMeta, incoming: GameMeta) -> None:
+def _merge_fields(record: ClockedGame, current: GameMeta, incoming: GameMeta) -> None:
     changes: dict[str, object] = {}
     for name in ("white_id", "black_id", "variant", "competition_id"):
         if not getattr(current, name) and getattr(incoming, name):
@@ -100,7 +100,7 @@ def _merge_fields(record: GameRecord, current: GameMeta, incoming: GameMeta) -> 
         with_meta(record, **changes)
 
 
-def on_requested(record: GameRecord, meta: GameMeta, now_ms: int) -> list[AppliedMove]:
+def on_requested(record: ClockedGame, meta: GameMeta, now_ms: int) -> list[AppliedMove]:
     """GameRequested: remember the game; start it if GameStarted came first (topics are unordered)."""
     merge_meta(record, meta)
     if record.status is Status.NEW:
@@ -110,7 +110,7 @@ def on_requested(record: GameRecord, meta: GameMeta, now_ms: int) -> list[Applie
     return []
 
 
-def on_started(record: GameRecord, meta: GameMeta, started_at_ms: int | None, now_ms: int) -> list[AppliedMove]:
+def on_started(record: ClockedGame, meta: GameMeta, started_at_ms: int | None, now_ms: int) -> list[AppliedMove]:
     """GameStarted: the first mover's clock runs from `started_at` whoever is present (T-16)."""
     merge_meta(record, meta)
     if record.status not in (Status.NEW, Status.REQUESTED):
@@ -123,7 +123,7 @@ def on_started(record: GameRecord, meta: GameMeta, started_at_ms: int | None, no
     return start_clock(record, now_ms)
 
 
-def start_clock(record: GameRecord, now_ms: int) -> list[AppliedMove]:
+def start_clock(record: ClockedGame, now_ms: int) -> list[AppliedMove]:
     """Start the clock at the game's opening, then apply the boosts and moves that came early."""
     started = min(record.started_at_ms if record.started_at_ms is not None else now_ms, now_ms)
     try:
@@ -137,21 +137,21 @@ def start_clock(record: GameRecord, now_ms: int) -> list[AppliedMove]:
         return []
     record.clock = clock.start(clock_instant(clock, started))
     record.status = Status.RUNNING
-    applied = []
+    applied: list[AppliedMove] = []
     for player_id, at_ms in sorted(record.pending_boosts.items()):
         if boost(record, player_id, at_ms, now_ms) == "applied" and not applied:
             # The clocks as the play site must show them now (AR-5); a later early move says it again.
-            applied.append(AppliedMove(record.ply, max(now_ms, record_switch_ms(record)), cause="boost"))
+            applied.append(AppliedMove(record.ply, max(now_ms, game_switch_ms(record)), cause="boost"))
     record.pending_boosts.clear()
     for ply in sorted(record.early_moves):
         player_id, _, played_at = record.early_moves[ply].decode().partition("\x1f")
         record.consumed_early.add(ply)
         if apply_move(record, player_id, ply, int(played_at) if played_at else None, now_ms) == "applied":
-            applied.append(AppliedMove(ply, record_switch_ms(record)))
+            applied.append(AppliedMove(ply, game_switch_ms(record)))
     return applied
 
 
-def record_switch_ms(record: GameRecord) -> int:
+def game_switch_ms(record: ClockedGame) -> int:
     """The instant of the clock's last switch, in ms."""
     clock = record.clock
     if isinstance(clock, FischerClock):
@@ -160,14 +160,14 @@ def record_switch_ms(record: GameRecord) -> int:
     return (clock.running_since_s or 0) * 1000
 
 
-def park_move(record: GameRecord, player_id: str, ply: int, played_at_ms: int | None) -> None:
+def park_move(record: ClockedGame, player_id: str, ply: int, played_at_ms: int | None) -> None:
     """Keep a move that arrived before the clock started; it is applied at the start."""
     stamp = "" if played_at_ms is None else str(played_at_ms)
     record.early_moves[ply] = f"{player_id}\x1f{stamp}".encode()
     record.consumed_early.discard(ply)
 
 
-def apply_move(record: GameRecord, player_id: str, ply: int, played_at_ms: int | None, now_ms: int) -> str:
+def apply_move(record: ClockedGame, player_id: str, ply: int, played_at_ms: int | None, now_ms: int) -> str:
     """A MoveMade: charge the mover's time, add the increment, switch (TB-2/TB-6 for Triple Block).
 
     Returns the outcome counted in the metrics: applied, stale (ply already applied), parked
@@ -206,7 +206,7 @@ def apply_move(record: GameRecord, player_id: str, ply: int, played_at_ms: int |
     return "applied"
 
 
-def on_presence(record: GameRecord, player_id: str, online: bool, at_ms: int | None, now_ms: int) -> str:
+def on_presence(record: ClockedGame, player_id: str, online: bool, at_ms: int | None, now_ms: int) -> str:
     """PlayerPresenceChanged (T-16, T-17).
 
     Before a player's first move only the facts are kept (seen, offline since): the clock
@@ -234,13 +234,13 @@ def on_presence(record: GameRecord, player_id: str, online: bool, at_ms: int | N
     return "handled"
 
 
-def _away_too_long(record: GameRecord, side: Side | None, offline_since_ms: int, at_ms: int) -> bool:
+def _away_too_long(record: ClockedGame, side: Side | None, offline_since_ms: int, at_ms: int) -> bool:
     """T-17: whether `at_ms` is past the deadline `disconnect_deadline_ms` gives a player offline since then."""
     deadline = None if side is None else disconnect_deadline_ms(record.clock, side, offline_since_ms)
     return deadline is not None and at_ms >= deadline
 
 
-def boost(record: GameRecord, player_id: str, at_ms: int | None, now_ms: int) -> str:
+def boost(record: ClockedGame, player_id: str, at_ms: int | None, now_ms: int) -> str:
     """AR-5: the player boosts before their own first move, paying with their clock."""
     side = record.meta.side_of(player_id)
     if side is None and record.meta.white_id:
@@ -269,7 +269,7 @@ def boost(record: GameRecord, player_id: str, at_ms: int | None, now_ms: int) ->
 
 
 def boost_published(
-    record: GameRecord, player_id: str, at_ms: int | None, now_ms: int
+    record: ClockedGame, player_id: str, at_ms: int | None, now_ms: int
 ) -> tuple[str, list[AppliedMove]]:
     """`boost`, plus the ClockState the play site needs when the clock applied it (AR-5: the cut shows)."""
     outcome = boost(record, player_id, at_ms, now_ms)
@@ -277,10 +277,10 @@ def boost_published(
     if outcome != "applied" or side is None:
         return outcome, []
     # Not before the last switch: `now_ms` was read before a retry that may have loaded a later move.
-    return outcome, [AppliedMove(record.ply, max(now_ms, record_switch_ms(record)), cause=f"boost-{side.value}")]
+    return outcome, [AppliedMove(record.ply, max(now_ms, game_switch_ms(record)), cause=f"boost-{side.value}")]
 
 
-def on_finished(record: GameRecord, finished_at_ms: int | None, now_ms: int) -> str:
+def on_finished(record: ClockedGame, finished_at_ms: int | None, now_ms: int) -> str:
     """GameFinished: the play site ended the game; the clock stops and no flag can follow."""
     if record.status is Status.OVER:
         return "duplicate"
@@ -292,7 +292,7 @@ def on_finished(record: GameRecord, finished_at_ms: int | None, now_ms: int) -> 
     return "handled"
 
 
-def conclude(record: GameRecord, verdict_at_ms: int) -> None:
+def conclude(record: ClockedGame, verdict_at_ms: int) -> None:
     """A decided game: the clock stops at the verdict's instant."""
     clock = record.clock
     if clock is not None and clock.is_running:

@@ -1,6 +1,7 @@
 """ClockService: read a clock; refuel, claim and resolve claims on Triple Block clocks (TB-3, TB-7).
 
-Reads come from Redis (live clocks, and the mirror of Triple Block ones). Every Triple Block
+Reads come from Redis (live clocks, and the mirror of Triple Block ones), or from PostgreSQL when
+Redis does not hold the game (lost, not rebuilt yet, or a game finished a while ago). Every Triple Block
 change is a row-locked PostgreSQL transaction with its ClockState in the outbox. Refusals
 change nothing and say why, with the rule.
 """
@@ -10,19 +11,21 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import asyncpg
-
-from arbiter.clocks import CLOCK_CAP_S, ClaimKind, ClockError, Side, TripleBlockClock
+from arbiter.clocks import CLOCK_CAP_S, ClaimKind, ClockError, TripleBlockClock
 from arbiter.contracts import clock_pb2 as cp
 from arbiter.contracts import clock_pb2_grpc
 from arbiter.kit.actors import player_id_of, registered_player
+from arbiter.kit.auth import PLAYERS, READERS, Role, RpcRoles
+from arbiter.kit.db import Connection
 from arbiter.kit.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from arbiter.kit.fields import GAME_ID, check_id
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
-from services.clock.messages import clock_message, clock_state
-from services.clock.model import GameRecord, Kind, Status
-from services.clock.records import CorrespondenceStore
-from services.clock.store import LiveStore
+from arbiter.vocabulary import Side
+from services.clock.clocked_game import ClockedGame, Kind, Status, clocked_game_of
+from services.clock.convert import clock_message, clock_state
+from services.clock.hot import LiveStore
+from services.clock.store import CorrespondenceStore, LiveCopies
 
 _DAY_S = 86_400
 
@@ -32,28 +35,41 @@ def _days(seconds: int) -> str:
 
 
 def _game_id(request: Any) -> str:
-    if not request.game_id:
-        raise InvalidArgument("game_id is required")
-    return str(request.game_id)
+    return check_id(request.game_id, GAME_ID, "game_id")
+
+
+# Who may call what (arbiter.kit.auth): pairing reads who sat in the games it closes (T-15, R-3);
+# refuels, claims and their decisions are players' and arbiters' acts relayed by the play site.
+RPC_ROLES: RpcRoles = {
+    "GetClock": READERS | {Role.PAIRING},
+    "Refuel": PLAYERS,
+    "FileClaim": PLAYERS,
+    "ResolveClaim": PLAYERS,
+}
 
 
 class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
     """The gRPC face of the clock service."""
 
     def __init__(
-        self, live: LiveStore, correspondence: CorrespondenceStore, outbox: Outbox, time_source: TimeSource
+        self, live: LiveStore, correspondence: CorrespondenceStore, copies: LiveCopies, outbox: Outbox,
+        time_source: TimeSource,
     ) -> None:
         self.live = live
         self.correspondence = correspondence
+        self.copies = copies
         self.outbox = outbox
         self.time_source = time_source
 
     def now_ms(self) -> int:
         """Competition time now, in ms."""
-        return int(self.time_source.timestamp() * 1000)
+        return self.time_source.now_ms()
 
-    async def _record(self, game_id: str) -> GameRecord:
+    async def _record(self, game_id: str) -> ClockedGame:
         record = await self.live.load(game_id)
+        if record is None:
+            copy = await self.copies.load(game_id)
+            record = clocked_game_of(copy, self.live.metas) if copy is not None else None
         if record is None:
             record = await self.correspondence.load(game_id)
         if record is None or record.status is Status.NEW:
@@ -75,7 +91,7 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
         if record.kind is not Kind.TRIPLE_BLOCK:
             raise FailedPrecondition(f"game {game_id} has no time control yet: its GameRequested was not seen")
 
-        async def apply(connection: asyncpg.Connection, stored: GameRecord) -> int:
+        async def apply(connection: Connection, stored: ClockedGame) -> int:
             now = self.now_ms()
             cause = change(stored, now)
             await self.outbox.add(connection, clock_state(stored, now, now, cause=f"{cause}:{now}"))
@@ -96,7 +112,7 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
             raise InvalidArgument(f"amount_seconds must be >= 0 (0 fills the clock up to 50 days), not "
                                   f"{request.amount_seconds}")
 
-        def refuel(record: GameRecord, now_ms: int) -> str:
+        def refuel(record: ClockedGame, now_ms: int) -> str:
             side = _player_side(record, player_id, game_id)
             clock = _running_tb(record, game_id)
             now_s = now_ms // 1000
@@ -131,7 +147,7 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
         game_id = _game_id(request)
         player_id = player_id_of(request.actor, "file a claim")
 
-        def file(record: GameRecord, now_ms: int) -> str:
+        def file(record: ClockedGame, now_ms: int) -> str:
             side = _player_side(record, player_id, game_id)
             clock = _running_tb(record, game_id)
             try:
@@ -160,7 +176,7 @@ class ClockServicer(clock_pb2_grpc.ClockServiceServicer):
         player_id = (player_id_of(request.actor, "appeal") if decision == cp.CLAIM_DECISION_APPEALED
                      else registered_player(request.actor, "decide a claim"))
 
-        def resolve(record: GameRecord, now_ms: int) -> str:
+        def resolve(record: ClockedGame, now_ms: int) -> str:
             clock = _running_tb(record, game_id)
             now_s = now_ms // 1000
             claim = clock.claim
@@ -197,14 +213,14 @@ _DECISIONS = frozenset({cp.CLAIM_DECISION_UPHELD, cp.CLAIM_DECISION_REJECTED, cp
                         cp.CLAIM_DECISION_APPEALED})
 
 
-def _player_side(record: GameRecord, player_id: str, game_id: str) -> Side:
+def _player_side(record: ClockedGame, player_id: str, game_id: str) -> Side:
     side = record.meta.side_of(player_id)
     if side is None:
         raise PermissionDenied(f"{player_id} does not play game {game_id}")
     return side
 
 
-def _running_tb(record: GameRecord, game_id: str) -> TripleBlockClock:
+def _running_tb(record: ClockedGame, game_id: str) -> TripleBlockClock:
     clock = record.clock
     if record.status is Status.OVER or record.status is Status.DECIDED:
         raise FailedPrecondition(f"game {game_id} is over")

@@ -1,419 +1,275 @@
-"""Redis: one string per game, the deadline sorted set, and the flag claims of the poller.
+"""PostgreSQL: Triple Block games (their system of record, mirrored in Redis), verdicts, and the copy of live games.
 
-Every write of a game is a compare-and-set on the version at the head of its string (a Lua
-script), so the move consumer, the presence and boost consumers, the flag poller and gRPC
-calls (possibly in different replicas) never overwrite each other: the loser of a race reloads
-and retries. The same script keeps the game's next deadline in `<prefix>:deadlines` (score =
-competition ms), so the record and its deadline never disagree. A batch of moves or of game
-events writes its games with one script call, and reads (with their parked moves, one script
-call) only those this process did not save last (`take_known`: the compare-and-set of the write
-checks the others).
+A Triple Block game lives for months, so every change to it is a row-locked transaction here
+(with its events in the outbox), then copied to Redis for reads and the deadline set. A crash
+between the commit and the copy leaves Redis one version behind; `reconcile` (periodically, and
+in the rebuild after a Redis loss, `rebuild.HotRebuild`) copies every live row again.
 
-Every write that sets a deadline tells the earliest one to a watcher in the same process (its
-flag poller, which wakes for it instead of polling the set blindly at a short interval).
-
-Flag claims: `claim` moves due games from `deadlines` to `inflight` with a lease in one
-script, so of two replicas exactly one takes a game; a replica killed before saving the flag
-leaves the game in `inflight`, and after the lease another replica (or the restarted one)
-takes it again.
-
-Keys of one game are not co-located for Redis Cluster: the service expects one Redis (or one
-shard for all clock keys).
-
-A Redis loss: live (Fischer) clocks exist only here and are gone with it. They last minutes,
-the play site keeps its own clocks and still finishes those games; the clock service then
-treats their moves as early moves of unknown games (parked for `parked_ttl_seconds`) and
-publishes no flag for them. Keeping them in PostgreSQL too would put a database write on every
-move (20,000/s). Triple Block clocks are rebuilt from PostgreSQL (`records.Reconciler`).
+Live (Fischer) games live in Redis; `LiveCopies` keeps a copy of each here, written once per
+handled batch (one statement), so that a Redis lost at any moment is rebuilt from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import TypeVar
 
-import redis.asyncio as aioredis
+import asyncpg
+from redis.exceptions import RedisError
 
-from services.clock.model import GameMeta, GameRecord, Kind, Status, decode_value, encode_body, record_deadline_ms
+from arbiter.clocks import Verdict
+from arbiter.kit.convert import TERMINATION_TO_PROTO
+from arbiter.kit.db import Connection, fetch_one
+from arbiter.kit.outbox import Outbox
+from arbiter.kit.pause import pause
+from services.clock.clocked_game import ClockedGame, Status, StoredCopy, decode_body, encode_body, game_deadline_ms
+from services.clock.convert import verdict_event
+from services.clock.hot import HotStateLost, LiveRow, LiveStore
 
-_HEADER = """
-local function header(value)
-  if not value then return '', '-1' end
-  local version, row = string.match(value, '^(%d*);(%-?%d*)')
-  return version, row
-end
-"""
-
-# KEYS: deadlines, then per game: its string, its early-move hash. ARGV[1]: ttl ms of parked
-# moves; then per game: "expected version|deadline ('' = none)|ttl ms ('' = keep)|n|m|member",
-# the body, n (ply, move) pairs to park, m plies to drop. Returns 1 (saved) or 0 (lost) per game.
-_SAVE = _HEADER + """
-local out = {}
-local a = 2
-for g = 1, (#KEYS - 1) / 2 do
-  local main, early = KEYS[2 * g], KEYS[2 * g + 1]
-  local expected, deadline, ttl, parked, dropped, member =
-    string.match(ARGV[a], '^(%d*)|(%d*)|(%d*)|(%d+)|(%d+)|(.*)$')
-  parked, dropped = tonumber(parked), tonumber(dropped)
-  local body = ARGV[a + 1]
-  local first_park = a + 2
-  local first_drop = first_park + 2 * parked
-  a = first_drop + dropped
-  local version, row = header(redis.call('GET', main))
-  if version ~= expected then
-    out[g] = 0
-  else
-    local value = tostring((tonumber(version) or 0) + 1) .. ';' .. row .. body
-    if ttl == '' then redis.call('SET', main, value) else redis.call('SET', main, value, 'PX', ttl) end
-    for i = first_park, first_drop - 1, 2 do redis.call('HSET', early, ARGV[i], ARGV[i + 1]) end
-    if parked > 0 then redis.call('PEXPIRE', early, ARGV[1]) end
-    for i = first_drop, a - 1 do redis.call('HDEL', early, ARGV[i]) end
-    if deadline == '' then redis.call('ZREM', KEYS[1], member) else redis.call('ZADD', KEYS[1], deadline, member) end
-    out[g] = 1
-  end
-end
-return out
-"""
-
-# The batch path of the two scripts above, for games without parked moves: one joined payload in
-# and one joined reply out, because redis-py parses every reply item in Python (~7 us each).
-# Keys are derived from ARGV[1] (key prefix): this assumes one Redis, as the rest of the service.
-# ARGV: key prefix, ids joined by GS, early-move key prefix. Returns the values joined by GS ('' when
-# missing), then for each game with parked moves its 1-based position and its hash (HGETALL): a
-# game not started yet needs both, and a second round trip for the hashes cost as much as the read.
-_LOAD_JOINED = """
-local out = {}
-local reply = {''}
-for id in string.gmatch(ARGV[2], '[^\\29]+') do
-  out[#out + 1] = redis.call('GET', ARGV[1] .. id) or ''
-  local moves = redis.call('HGETALL', ARGV[3] .. id)
-  if #moves > 0 then
-    reply[#reply + 1] = #out
-    reply[#reply + 1] = moves
-  end
-end
-reply[1] = table.concat(out, '\\29')
-return reply
-"""
-
-# KEYS: deadlines. ARGV: key prefix, then per game "expected|deadline|ttl|member" FS body, joined
-# by GS. Returns one character per game: '1' saved, '0' lost the race.
-_SAVE_JOINED = _HEADER + """
-local out = {}
-local payload = ARGV[2]
-local from = 1
-while from <= #payload do
-  local stop = string.find(payload, '\\29', from, true) or (#payload + 1)
-  local split = string.find(payload, '\\28', from, true)
-  local expected, deadline, ttl, member = string.match(string.sub(payload, from, split - 1), '^(%d*)|(%d*)|(%d*)|(.*)$')
-  local main = ARGV[1] .. member
-  local version, row = header(redis.call('GET', main))
-  if version ~= expected then
-    out[#out + 1] = '0'
-  else
-    local value = tostring((tonumber(version) or 0) + 1) .. ';' .. row .. string.sub(payload, split + 1, stop - 1)
-    if ttl == '' then redis.call('SET', main, value) else redis.call('SET', main, value, 'PX', ttl) end
-    if deadline == '' then redis.call('ZREM', KEYS[1], member) else redis.call('ZADD', KEYS[1], deadline, member) end
-    out[#out + 1] = '1'
-  end
-  from = stop + 1
-end
-return table.concat(out)
-"""
-
-# The copy of a PostgreSQL record (Triple Block): written only when its row version is newer
-# than the copy's, and, unless ARGV[6] is '*', only if the string is still at that version.
-# A copy already current whose deadline is in neither set (lost on its own: the string came
-# back before the set entry went) gets the deadline again; a claimed game (in flight) keeps
-# its claim. A Triple Block game lives for months: a lost deadline would never flag it (TB-4).
-# KEYS: string, deadlines, early hash, inflight. ARGV: row version, member, deadline, ttl, body,
-# expected version or '*', then plies to drop. Returns 1 written, 2 deadline put back, 0 older
-# or already whole, -1 changed.
-_MIRROR = _HEADER + """
-local version, row = header(redis.call('GET', KEYS[1]))
-local stored, given = tonumber(row), tonumber(ARGV[1])
-if stored >= given then
-  if stored == given and ARGV[3] ~= ''
-      and not redis.call('ZSCORE', KEYS[2], ARGV[2]) and not redis.call('ZSCORE', KEYS[4], ARGV[2]) then
-    redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
-    return 2
-  end
-  return 0
-end
-if ARGV[6] ~= '*' and version ~= ARGV[6] then return -1 end
-local value = tostring((tonumber(version) or 0) + 1) .. ';' .. ARGV[1] .. ARGV[5]
-if ARGV[4] == '' then redis.call('SET', KEYS[1], value) else redis.call('SET', KEYS[1], value, 'PX', ARGV[4]) end
-for i = 7, #ARGV do redis.call('HDEL', KEYS[3], ARGV[i]) end
-if ARGV[3] == '' then redis.call('ZREM', KEYS[2], ARGV[2]) else redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2]) end
-return 1
-"""
-
-# KEYS: deadlines, inflight. ARGV: now, lease until, limit. Returns the nearest deadline left
-# ('' when none: the poller sleeps until it without another round trip), then due members,
-# then members whose lease ran out (their replica died before saving the flag).
-_CLAIM = """
-local out = {''}
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
-for _, member in ipairs(due) do
-  redis.call('ZREM', KEYS[1], member)
-  redis.call('ZADD', KEYS[2], ARGV[2], member)
-  out[#out + 1] = member
-end
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, ARGV[3])
-for _, member in ipairs(expired) do
-  redis.call('ZADD', KEYS[2], ARGV[2], member)
-  out[#out + 1] = member
-end
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if first[2] then out[1] = first[2] end
-return out
-"""
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+RowMutation = Callable[[Connection, ClockedGame], Awaitable[T]]
 
 
-class LiveStore:
-    """Game records as Redis strings, with their deadlines in one sorted set."""
+class StaleSeedError(RuntimeError):
+    """The Redis record a new row was made from changed meanwhile; the caller retries."""
 
-    def __init__(self, redis: aioredis.Redis, prefix: str, over_ttl_ms: int, parked_ttl_ms: int) -> None:
-        self.redis = redis
-        self.prefix = prefix
-        self.deadlines = f"{prefix}:deadlines"
-        self.inflight = f"{prefix}:inflight"
-        self.over_ttl_ms = over_ttl_ms
-        self.parked_ttl_ms = parked_ttl_ms
-        # Parsed metas by their stored text: a game's meta never changes once it runs.
-        self.metas: dict[str, GameMeta] = {}
-        # The last record this process saved per game, with its stored text (version, body): the
-        # bytes are put together only when a read compares them, off the move path.
-        self._known: dict[str, tuple[str, str, GameRecord]] = {}
-        self.known_limit = 200_000
-        self._save = redis.register_script(_SAVE)
-        self._load_joined = redis.register_script(_LOAD_JOINED)
-        self._save_joined = redis.register_script(_SAVE_JOINED)
-        self._mirror = redis.register_script(_MIRROR)
-        self._claim = redis.register_script(_CLAIM)
-        # Told the earliest deadline of every write that sets deadlines (the flag poller of this
-        # process: it then needs no short blind poll to see them).
-        self._deadline_watcher: Callable[[int], None] | None = None
 
-    def watch_deadlines(self, watcher: Callable[[int], None]) -> None:
-        """Call `watcher` with the earliest deadline (competition ms) each write of this process sets."""
-        self._deadline_watcher = watcher
+class CorrespondenceStore:
+    """Triple Block clocked games: locked, changed and saved in PostgreSQL, then mirrored to Redis."""
 
-    def key(self, game_id: str) -> str:
-        """The string of one game."""
-        return f"{self.prefix}:g:{game_id}"
+    def __init__(self, pool: asyncpg.Pool, live: LiveStore) -> None:
+        self.pool = pool
+        self.live = live
 
-    def early_key(self, game_id: str) -> str:
-        """The moves of one game that came before its clock started, by ply."""
-        return f"{self.prefix}:e:{game_id}"
+    async def load(self, game_id: str) -> ClockedGame | None:
+        """The record as PostgreSQL has it, or None."""
+        raw = await self.pool.fetchval("SELECT record FROM tb_games WHERE game_id = $1", game_id)
+        return None if raw is None else decode_body(game_id, "", raw, self.live.metas)
 
-    async def load(self, game_id: str) -> GameRecord | None:
-        """One game's record, or None when Redis has never heard of it."""
-        return (await self.load_many([game_id]))[game_id]
+    async def known(self, game_ids: Sequence[str]) -> set[str]:
+        """Which of `game_ids` are Triple Block games stored here."""
+        rows = await self.pool.fetch("SELECT game_id FROM tb_games WHERE game_id = ANY($1::text[])", list(game_ids))
+        return {row["game_id"] for row in rows}
 
-    async def load_many(self, game_ids: Iterable[str]) -> dict[str, GameRecord | None]:
-        """Records of several games: one MGET, plus the parked moves of games not started yet."""
-        ids = list(game_ids)
-        if not ids:
-            return {}
-        parked: dict[int, list[bytes]] | None = None
-        # The joined script splits on a separator and drops empty ids: those take the MGET path.
-        if not all(game_id and game_id.isprintable() for game_id in ids):
-            values = await self.redis.mget([self.key(game_id) for game_id in ids])
-        else:
-            reply = await self._load_joined(args=[f"{self.prefix}:g:", _GS.join(ids), f"{self.prefix}:e:"])
-            values = [value or None for value in reply[0].split(_GS_BYTES)]
-            parked = {int(reply[i]) - 1: reply[i + 1] for i in range(1, len(reply), 2)}
-        records: dict[str, GameRecord | None] = {}
-        for game_id, value in zip(ids, values):
-            if value is None:
-                records[game_id] = None
-                continue
-            known = self._known.pop(game_id, None)
-            # Unchanged since this process saved it: skip parsing (a read's main cost). The
-            # caller owns the object now; saving it puts it back, so no two callers share one.
-            if known is not None and value == f"{known[0]};-1{known[1]}".encode():
-                records[game_id] = known[2]
-            else:
-                records[game_id] = decode_value(game_id, value, self.metas)
-        if parked is not None:
-            for index, game_id in enumerate(ids):
-                record = records[game_id]
-                if record is not None and record.status in _NOT_STARTED:
-                    flat = parked.get(index, ())
-                    record.early_moves = {int(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
-            return records
-        waiting = [r for r in records.values() if r is not None and r.status in _NOT_STARTED]
-        if waiting:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for record in waiting:
-                    pipe.hgetall(self.early_key(record.game_id))
-                hashes = await pipe.execute()
-            for record, moves in zip(waiting, hashes):
-                record.early_moves = {int(ply): move for ply, move in moves.items()}
-        return records
+    async def change(
+        self, game_id: str, mutate: RowMutation[T], create: ClockedGame | None = None
+    ) -> tuple[T, ClockedGame] | None:
+        """Lock the game's row, let `mutate` change the record (and add events), save, then mirror.
 
-    def take_known(self, game_ids: Iterable[str]) -> dict[str, GameRecord]:
-        """The records this process last saved of `game_ids`, unchecked against Redis (no round trip).
-
-        Only for a caller that saves what it decides with them: the compare-and-set on their
-        version then checks that nobody changed the game since (another replica, the flag
-        poller, a gRPC call). The caller owns the objects; saving puts them back.
+        Without a row: inserts `create` first, or returns None when `create` is None.
+        `mutate` raising rolls everything back.
         """
-        known = self._known
-        taken: dict[str, GameRecord] = {}
-        for game_id in game_ids:
-            entry = known.pop(game_id, None)
-            if entry is not None:
-                taken[game_id] = entry[2]
-        return taken
+        async with self.pool.acquire() as connection, connection.transaction():
+            row = await connection.fetchrow(
+                "SELECT version, record FROM tb_games WHERE game_id = $1 FOR UPDATE", game_id
+            )
+            created = row is None
+            if row is None:
+                if create is None:
+                    return None
+                await connection.execute(
+                    "INSERT INTO tb_games (game_id, version, status, record) VALUES ($1, 0, $2, $3)"
+                    " ON CONFLICT (game_id) DO NOTHING",
+                    game_id, create.status.value, encode_body(create),
+                )
+                # What the live copy held of it (events before its time control) is this row's now.
+                await connection.execute("DELETE FROM live_games WHERE game_id = $1", game_id)
+                row = await fetch_one(
+                    connection, "SELECT version, record FROM tb_games WHERE game_id = $1 FOR UPDATE", game_id
+                )
+            record = decode_body(game_id, "", row["record"], self.live.metas)
+            if create is not None:
+                # Early moves only ever live in Redis: carry them over to be applied at the start.
+                record.early_moves.update(create.early_moves)
+            result = await mutate(connection, record)
+            version = row["version"] + 1
+            await connection.execute(
+                "UPDATE tb_games SET version = $2, status = $3, record = $4, deadline_ms = $5, updated_at = now()"
+                " WHERE game_id = $1",
+                game_id, version, record.status.value, encode_body(record), game_deadline_ms(record),
+            )
+            if created and create is not None and not await self.live.mirror(record, version, create.version):
+                # Redis changed since `create` was read from it: start again from what it holds now.
+                raise StaleSeedError(f"game {game_id} changed in Redis while its row was created")
+        if not created:
+            await self.live.mirror(record, version)
+        return result, record
 
-    def _ttl(self, record: GameRecord) -> str:
-        if record.status is Status.OVER:
-            return str(self.over_ttl_ms)
-        if record.status is Status.NEW:
-            # Events of a game that never starts (an untimed casual game) must not pile up.
-            return str(self.parked_ttl_ms)
-        return ""
-
-    async def save_many(self, records: Sequence[GameRecord], *, remember: bool = False) -> list[bool]:
-        """Compare-and-set each record against the version it was read at; False = lost a race.
-
-        A saved record's version moves on, so it can be saved again without reloading. With
-        `remember`, the saved objects are kept and handed to the next `load_many` of their game
-        instead of parsing its string again: only for callers that drop them once saved.
-        """
-        if not records:
-            return []
-        plain: list[int] = []
-        other: list[int] = []
-        for index, record in enumerate(records):
-            # Parked moves and ids the joined payload cannot carry (control characters: not
-            # printable) take the general script.
-            if (record.consumed_early or not record.game_id.isprintable() or (
-                    record.early_moves and any(ply not in record.consumed_early for ply in record.early_moves))):
-                other.append(index)
-            else:
-                plain.append(index)
-        saved = [False] * len(records)
-        bodies = [encode_body(record) for record in records]
-        # The earliest deadline written (of a lost race too: it only wakes the poller early).
-        earliest: int | None = None
-        if plain:
-            parts = []
-            running = Status.RUNNING
-            for i in plain:
-                record = records[i]
-                if record.status is running:
-                    # A running game's deadline, as `record_deadline_ms` gives it; no expiry.
-                    deadline = record_deadline_ms(record)
-                    if deadline is None:
-                        head = f"{record.version}|||"
-                    else:
-                        head = f"{record.version}|{deadline}||"
-                        if earliest is None or deadline < earliest:
-                            earliest = deadline
-                else:
-                    # Only a running game has a deadline.
-                    head = f"{record.version}||{self._ttl(record)}|"
-                parts.append(f"{head}{record.game_id}{_FS}{bodies[i]}")
-            payload = _GS.join(parts)
-            reply = await self._save_joined(keys=[self.deadlines], args=[f"{self.prefix}:g:", payload])
-            for i, flag in zip(plain, reply):
-                saved[i] = flag == _SAVED
-        if other:
-            keys: list[str] = [self.deadlines]
-            args: list[str | bytes] = [str(self.parked_ttl_ms)]
-            for i in other:
-                record = records[i]
-                parked = [(ply, move) for ply, move in record.early_moves.items() if ply not in record.consumed_early]
-                keys += [self.key(record.game_id), self.early_key(record.game_id)]
-                deadline = record_deadline_ms(record)
-                if deadline is not None and (earliest is None or deadline < earliest):
-                    earliest = deadline
-                args += [f"{record.version}|{'' if deadline is None else deadline}|{self._ttl(record)}|{len(parked)}|"
-                         f"{len(record.consumed_early)}|{record.game_id}", bodies[i]]
-                for ply, move in parked:
-                    args += [str(ply), move]
-                args += [str(ply) for ply in record.consumed_early]
-            for i, reply in zip(other, await self._save(keys=keys, args=args)):
-                saved[i] = bool(reply)
-        if earliest is not None and self._deadline_watcher is not None:
-            self._deadline_watcher(earliest)
-        known = self._known
-        if remember and len(known) + len(records) > self.known_limit:
-            known.clear()
-        for record, body, ok in zip(records, bodies, saved):
-            if not ok:
-                known.pop(record.game_id, None)
-                continue
-            record.version = version = str(int(record.version or 0) + 1)
-            if record.consumed_early:
-                record.consumed_early.clear()
-            if remember and record.meta.kind is not _TRIPLE_BLOCK and record.status is not _OVER and (
-                    record.status not in _NOT_STARTED or not record.early_moves):
-                # Only this process's copies are trusted, and only while the stored text is the
-                # same byte for byte (a Triple Block copy's row version is not known here). A
-                # game not started yet is kept only without parked moves: they live in a hash
-                # of their own, which the copy would not follow (their expiry); parking one
-                # moves the version on, so a copy without any is checked by the compare-and-set.
-                # A finished game is seldom read again: kept, the copies of every game of the
-                # last hours made each garbage collection scan hundreds of thousands of objects.
-                known[record.game_id] = (version, body, record)
-            else:
-                known.pop(record.game_id, None)
-        return saved
-
-    async def save(self, record: GameRecord) -> bool:
-        """Compare-and-set one record."""
-        return (await self.save_many([record]))[0]
-
-    async def mirror(self, record: GameRecord, row_version: int, expected: str | None = None) -> bool:
-        """Copy a PostgreSQL record (Triple Block) into Redis unless a newer copy is there.
-
-        With `expected`, copy only if the string is still at that version: the first copy of a
-        new row replaces what Redis alone knew (a GameStarted, early moves), so it must not
-        overwrite a change made since that was read. False when that happened.
-        """
-        deadline = record_deadline_ms(record)
-        reply = await self._mirror(
-            keys=[self.key(record.game_id), self.deadlines, self.early_key(record.game_id), self.inflight],
-            args=[row_version, record.game_id, "" if deadline is None else str(deadline), self._ttl(record),
-                  encode_body(record), "*" if expected is None else expected,
-                  *(str(ply) for ply in record.consumed_early)],
+    async def reconcile(self) -> int:
+        """Copy every game not over to Redis (a no-op for copies already current); return how many rows."""
+        rows = await self.pool.fetch(
+            "SELECT game_id, version, record FROM tb_games WHERE status <> $1", Status.OVER.value
         )
-        if deadline is not None and self._deadline_watcher is not None:
-            self._deadline_watcher(deadline)
-        return int(reply) != -1
+        for row in rows:
+            await self.live.mirror(decode_body(row["game_id"], "", row["record"], self.live.metas), row["version"])
+        return len(rows)
 
-    async def claim(self, now_ms: int, lease_until_ms: int, limit: int) -> tuple[list[str], int | None]:
-        """Take the games due at `now_ms` and those whose lease expired (one caller each); and the nearest deadline.
 
-        The nearest deadline is the one left once they are taken (ms; None when no clock runs).
+# One statement per batch: the batch's records replace older copies (a copy never goes back to an
+# older version, nor out of `over`), under the epoch their Redis writes were made in. The epoch row is
+# locked in share mode: a rebuild moves the epoch on under its update lock before reading the copies,
+# so a batch either lands before that read (and is rebuilt) or finds the epoch changed (and is handled
+# again, its Redis writes being lost).
+_SAVE_COPIES = """
+WITH fence AS (SELECT epoch FROM hot_epoch WHERE prefix = $8 AND epoch = $1 FOR SHARE),
+written AS (
+    INSERT INTO live_games AS l (game_id, version, status, record, early, expires_at)
+    SELECT g, v, s, r, e, now() + t * interval '1 millisecond'
+    FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[]) AS u(g, v, s, r, e, t)
+    WHERE EXISTS (SELECT 1 FROM fence)
+    ON CONFLICT (game_id) DO UPDATE SET version = excluded.version, status = excluded.status,
+        record = excluded.record, early = excluded.early, expires_at = excluded.expires_at
+    WHERE l.version < excluded.version AND l.status <> 'over'
+)
+SELECT EXISTS (SELECT 1 FROM fence)
+"""
+_COPY_FIELDS = "version, record, early, (extract(epoch FROM expires_at - now()) * 1000)::bigint AS left_ms"
+
+
+class LiveCopies:
+    """PostgreSQL's copy of every live (Fischer) clocked game: what Redis is rebuilt from after a loss.
+
+    `prefix` names the Redis keys whose epoch fences the copies (one service's, CLOCK_REDIS_PREFIX).
+    """
+
+    def __init__(self, pool: asyncpg.Pool, prefix: str) -> None:
+        self.pool = pool
+        self.prefix = prefix
+
+    async def save(self, rows: Sequence[LiveRow], connection: Connection | None = None) -> None:
+        """Copy the records a batch saved in Redis; HotStateLost when that Redis has been lost since.
+
+        Rows of one game keep their newest version. Written under the epoch of the Redis writes: a
+        batch that wrote to a Redis lost or rebuilt meanwhile (another epoch) writes nothing here.
         """
-        reply = await self._claim(keys=[self.deadlines, self.inflight], args=[now_ms, lease_until_ms, limit])
-        nearest = int(float(reply[0])) if reply[0] else None
-        return list(dict.fromkeys(m.decode() for m in reply[1:])), nearest
+        if not rows:
+            return
+        newest: dict[str, LiveRow] = {}
+        for row in rows:
+            kept = newest.get(row.game_id)
+            if kept is None or kept.version < row.version:
+                newest[row.game_id] = row
+        epochs = {row.epoch for row in newest.values()}
+        if len(epochs) > 1:
+            raise HotStateLost("a batch wrote to Redis under two epochs: what it wrote before the change is lost")
+        (epoch,) = epochs
+        batch = list(newest.values())
+        fenced = await (connection or self.pool).fetchval(
+            _SAVE_COPIES, epoch, [r.game_id for r in batch], [r.version for r in batch], [r.status for r in batch],
+            [r.body for r in batch], [r.early for r in batch], [r.ttl_ms for r in batch], self.prefix,
+        )
+        if not fenced:
+            raise HotStateLost(f"Redis was rebuilt since epoch {epoch!r}: the batch's writes there are lost")
 
-    async def release(self, game_ids: Sequence[str]) -> None:
-        """Drop claims on games handled or not due after all (a move or a return came in time)."""
-        if game_ids:
-            await self.redis.zrem(self.inflight, *game_ids)
+    async def lookup(self, game_ids: Sequence[str]) -> tuple[set[str], dict[str, StoredCopy]]:
+        """Of `game_ids` (games Redis does not hold): the Triple Block ones, and the stored copies of live ones."""
+        # One round trip: the Triple Block check was already made here for games Redis lacks.
+        rows = await self.pool.fetch(
+            "SELECT game_id, true AS triple_block, 0::bigint AS version, '' AS record, '' AS early,"
+            " NULL::bigint AS left_ms FROM tb_games WHERE game_id = ANY($1::text[])"
+            f" UNION ALL SELECT game_id, false, {_COPY_FIELDS} FROM live_games"
+            " WHERE game_id = ANY($1::text[]) AND (expires_at IS NULL OR expires_at > now())",
+            list(game_ids),
+        )
+        triple_block = {row["game_id"] for row in rows if row["triple_block"]}
+        copies = {row["game_id"]: _copy(row) for row in rows
+                  if not row["triple_block"] and row["game_id"] not in triple_block}
+        return triple_block, copies
 
-    async def live_count(self) -> int:
-        """Clocks with a pending deadline (running games), across all replicas."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.zcard(self.deadlines)
-            pipe.zcard(self.inflight)
-            running, claimed = await pipe.execute()
-        return int(running) + int(claimed)
+    async def load(self, game_id: str) -> StoredCopy | None:
+        """One game's stored copy, unless it has expired."""
+        row = await self.pool.fetchrow(
+            f"SELECT game_id, {_COPY_FIELDS} FROM live_games"
+            " WHERE game_id = $1 AND (expires_at IS NULL OR expires_at > now())",
+            game_id,
+        )
+        return None if row is None else _copy(row)
+
+    @staticmethod
+    async def restorable(connection: Connection, over_ttl_ms: int, over_for_ms: int) -> list[StoredCopy]:
+        """What a rebuild writes back: every game not over, and those over for at most `over_for_ms`.
+
+        A finished game's copy expires `over_ttl_ms` after its end: one over for at most X expires
+        after now + over_ttl_ms - X. Triple Block games are not here (their own rows are copied).
+        """
+        rows = await connection.fetch(
+            f"SELECT game_id, {_COPY_FIELDS} FROM live_games l"
+            " WHERE (l.status <> 'over' OR l.expires_at > now() + $1::bigint * interval '1 millisecond')"
+            " AND (l.expires_at IS NULL OR l.expires_at > now())"
+            " AND NOT EXISTS (SELECT 1 FROM tb_games t WHERE t.game_id = l.game_id)",
+            over_ttl_ms - over_for_ms,
+        )
+        return [_copy(row) for row in rows]
+
+    async def sweep(self, limit: int = 5_000) -> int:
+        """Delete copies Redis would have let expire (finished games, games never started); return how many."""
+        deleted = 0
+        while True:
+            status = await self.pool.execute(
+                "DELETE FROM live_games WHERE game_id IN (SELECT game_id FROM live_games"
+                " WHERE expires_at IS NOT NULL AND expires_at <= now() LIMIT $1)",
+                limit,
+            )
+            count = int(status.split()[-1])
+            deleted += count
+            if count < limit:
+                return deleted
 
 
-_NOT_STARTED = frozenset((Status.NEW, Status.REQUESTED, Status.WAITING))
-# A module name: reading a member through its enum class costs ~0.1 us, per saved game.
-_TRIPLE_BLOCK = Kind.TRIPLE_BLOCK
-_OVER = Status.OVER
-# Separators of the joined payloads; game ids that are not printable (control characters) take
-# the general path.
-_GS, _FS = "\x1d", "\x1c"
-_GS_BYTES = _GS.encode()
-_SAVED = ord("1")
+def _copy(row: asyncpg.Record) -> StoredCopy:
+    return StoredCopy(row["game_id"], row["version"], row["record"], row["early"], row["left_ms"])
+
+
+async def save_verdicts(
+    connection: Connection, outbox: Outbox, decided: Sequence[tuple[ClockedGame, Verdict]], now: datetime
+) -> set[str]:
+    """Record each game's verdict once and its event in the outbox; return the games recorded now.
+
+    A game already in `verdicts` (a re-fire after a crash, or another replica) gets nothing.
+    """
+    if not decided:
+        return set()
+    rows = await connection.fetch(
+        "INSERT INTO verdicts (game_id, outcome, loser_id, reason, never_sat, flagged_at, decided_at)"
+        " SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bool[],"
+        " $6::timestamptz[], $7::timestamptz[])"
+        " ON CONFLICT (game_id) DO NOTHING RETURNING game_id",
+        [r.game_id for r, _ in decided],
+        [v.kind.value for _, v in decided],
+        [r.meta.player(v.loser) if v.loser else "" for r, v in decided],
+        [TERMINATION_TO_PROTO[v.reason] for _, v in decided],
+        [v.loser_never_sat for _, v in decided],
+        [datetime.fromtimestamp(v.at_ms / 1000, UTC) for _, v in decided],
+        [now] * len(decided),
+    )
+    inserted = {row["game_id"] for row in rows}
+    events = [verdict_event(record, verdict) for record, verdict in decided if record.game_id in inserted]
+    await outbox.add(connection, *events)
+    return inserted
+
+
+class Reconciler:
+    """Copies live Triple Block rows to Redis now and then, and deletes expired copies of live games."""
+
+    def __init__(self, correspondence: CorrespondenceStore, copies: LiveCopies, every_seconds: float) -> None:
+        self.correspondence = correspondence
+        self.copies = copies
+        self.every_seconds = every_seconds
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Reconcile until `stop` is set; a failed round is retried at the next one."""
+        while not stop.is_set():
+            try:
+                copied = await self.correspondence.reconcile()
+                if copied:
+                    log.debug("triple block rows copied to redis", extra={"rows": copied})
+                swept = await self.copies.sweep()
+                if swept:
+                    log.debug("expired live game copies deleted", extra={"rows": swept})
+            except (RedisError, OSError, asyncpg.PostgresError) as error:
+                log.warning("reconcile failed, retrying later", extra={"error": repr(error)})
+            await pause(stop, self.every_seconds)

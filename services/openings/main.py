@@ -19,9 +19,10 @@ from arbiter.kit.kafka import subscribe
 from arbiter.kit.logs import configure_logging
 from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
-from services.openings.drawing import OpeningDraws, draws_counter
+from services.openings.drawing import OpeningDraws
 from services.openings.handlers import CONSUMER, TournamentCancelledHandler
-from services.openings.servicer import OpeningServicer
+from services.openings.metrics import OpeningsMetrics
+from services.openings.servicer import RPC_ROLES, OpeningServicer
 from services.openings.settings import OpeningsSettings
 
 log = logging.getLogger(__name__)
@@ -32,16 +33,17 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 async def serve(settings: OpeningsSettings, stop: asyncio.Event | None = None) -> None:
     """Connect, wire the handlers and serve until stopped."""
     infra = await connect(settings, SERVICE, MIGRATIONS)
-    draws = OpeningDraws(infra.pool, infra.time_source, draws_counter(infra.metrics), SERVICE, infra.outbox)
+    draws = OpeningDraws(infra.pool, infra.time_source, OpeningsMetrics.create(infra.metrics), infra.outbox)
     subscribe(
         infra.broker, settings, infra.metrics, events.TOURNAMENT_CANCELLED, CONSUMER,
-        TournamentCancelledHandler(infra.pool, infra.time_source),
+        TournamentCancelledHandler(infra.pool, infra.time_source), set_aside=infra.set_aside,
     )
     servicer = OpeningServicer(draws)
     grpc_services = [
         GrpcService(
             "arbiter.contracts.OpeningService",
             lambda server: openings_pb2_grpc.add_OpeningServiceServicer_to_server(servicer, server),
+            roles=RPC_ROLES,
         )
     ]
     await ServiceRuntime(infra, grpc_services).run(stop)
@@ -50,7 +52,7 @@ async def serve(settings: OpeningsSettings, stop: asyncio.Event | None = None) -
 def main() -> None:
     """Read settings from the environment and run the service."""
     settings = load_settings(OpeningsSettings)
-    configure_logging(SERVICE, settings.log_level)
+    configure_logging(SERVICE, settings.log_level, settings.log_repeat_seconds)
     run_service(lambda: serve(settings), settings.event_loop)
 
 

@@ -5,12 +5,27 @@ from __future__ import annotations
 import grpc
 
 from arbiter.contracts import common_pb2, openings_pb2, openings_pb2_grpc
+from arbiter.kit.auth import READERS, Role, RpcRoles
 from arbiter.kit.errors import InvalidArgument, NotFound
 from arbiter.openings import OpeningError, check_mode, eligible, load_table, rating_allowed
-from services.openings.drawing import DrawRequest, OpeningDraws
-from services.openings.wire import (
-    draw_key_of, draw_message, mode_of, opening_message, thematic_of, variant_of,
+from services.openings.convert import (
+    draw_key_of,
+    draw_message,
+    mode_of,
+    opening_message,
+    thematic_of,
+    variant_of,
 )
+from services.openings.drawing import DrawRequest, OpeningDraws
+
+# Who may call what (arbiter.kit.auth). A draw is stored once per (competition, round) and then
+# binds that round (O-10): only the pairing service, which plays the rounds, may draw.
+RPC_ROLES: RpcRoles = {
+    "DrawOpening": frozenset({Role.PAIRING}),
+    "ListOpenings": READERS,
+    "GetOpening": READERS,
+    "CheckRated": READERS,
+}
 
 
 class OpeningServicer(openings_pb2_grpc.OpeningServiceServicer):
@@ -19,7 +34,7 @@ class OpeningServicer(openings_pb2_grpc.OpeningServiceServicer):
     def __init__(self, draws: OpeningDraws) -> None:
         self.draws = draws
 
-    async def DrawOpening(  # noqa: N802 (gRPC method name)
+    async def DrawOpening(
         self, request: openings_pb2.DrawOpeningRequest, context: grpc.aio.ServicerContext
     ) -> openings_pb2.DrawOpeningResponse:
         """The round's opening: drawn on the first call, the same one on every later call (O-10, O-11)."""
@@ -34,7 +49,7 @@ class OpeningServicer(openings_pb2_grpc.OpeningServiceServicer):
         drawn = await self.draws.draw(DrawRequest(key, variant, mode, thematic, request.no_repeat))
         return openings_pb2.DrawOpeningResponse(opening=draw_message(drawn))
 
-    async def ListOpenings(  # noqa: N802
+    async def ListOpenings(
         self, request: openings_pb2.ListOpeningsRequest, context: grpc.aio.ServicerContext
     ) -> openings_pb2.ListOpeningsResponse:
         """The official table of a variant, or the openings a table mode draws from (O-5..O-9)."""
@@ -46,7 +61,7 @@ class OpeningServicer(openings_pb2_grpc.OpeningServiceServicer):
             title=table.title, source=table.source,
         )
 
-    async def GetOpening(  # noqa: N802
+    async def GetOpening(
         self, request: openings_pb2.GetOpeningRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Opening:
         """One official opening by number (O-9); NOT_FOUND outside 1..174."""
@@ -57,7 +72,7 @@ class OpeningServicer(openings_pb2_grpc.OpeningServiceServicer):
             raise NotFound(str(error)) from None
         return opening_message(opening)
 
-    async def CheckRated(  # noqa: N802
+    async def CheckRated(
         self, request: openings_pb2.CheckRatedRequest, context: grpc.aio.ServicerContext
     ) -> openings_pb2.CheckRatedResponse:
         """R-4: may this opening choice with this home-and-away switch be rated, and the reason."""

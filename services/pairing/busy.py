@@ -34,6 +34,7 @@ from redis.exceptions import RedisError
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit import events
 from arbiter.kit.kafka import read_window
+from arbiter.kit.lease import Leases
 from arbiter.kit.pause import pause
 from arbiter.kit.settings import KitSettings
 from services.pairing import store
@@ -98,21 +99,6 @@ for i = 1, #KEYS / 3 do
 end
 return 1
 """
-# KEYS: the rebuild claim; ARGV: the claimant, the lease in seconds. Taken if free or already the
-# claimant's (a replica whose rebuild failed after its replay takes its own claim again).
-_CLAIM = """
-local holder = redis.call('GET', KEYS[1])
-if holder and holder ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-return 1
-"""
-# KEYS, ARGV: as _CLAIM's. Only extends a claim still held: one that Redis lost meanwhile (a flush)
-# is not taken again, or the rebuild would go on over a registry missing what it replayed before.
-_RENEW = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-return 1
-"""
 # KEYS: the rebuild claim, the marker; ARGV: the claimant, the run_id of the server the claim was
 # taken on. Only the claim's holder sets the marker: a claim lost meanwhile (lapsed, or Redis lost
 # it too) marks nothing, and a marker naming a server restarted meanwhile is not trusted.
@@ -120,11 +106,6 @@ _MARK_WHOLE = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[2], ARGV[2])
 redis.call('DEL', KEYS[1])
-return 1
-"""
-# KEYS: the rebuild claim; ARGV: the claimant, who gives it up after a failed rebuild.
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
 """
 # KEYS: the players' sets; returns how many games each is in (one command instead of one per player).
@@ -153,10 +134,8 @@ class BusyRegistry:
         self._finish = redis.register_script(_FINISH)
         self._counts = redis.register_script(_COUNTS)
         self._replayed_start = redis.register_script(_REPLAYED_START)
-        self._claim = redis.register_script(_CLAIM)
-        self._renew = redis.register_script(_RENEW)
+        self._leases = Leases(redis)
         self._mark_whole = redis.register_script(_MARK_WHOLE)
-        self._release = redis.register_script(_RELEASE)
 
     async def started(self, games: Sequence[GameSeats]) -> None:
         """Both players of each game are playing, unless the game is already over."""
@@ -173,7 +152,7 @@ class BusyRegistry:
             keys = [key for (game_id, white, black), _ in chunk
                     for key in (_OVER + game_id, _PLAYING + white, _PLAYING + black)]
             args = [value for (game_id, _, _), at in chunk for value in (game_id, int(at) + self.ttl_seconds)]
-            await self._replayed_start(keys=keys, args=args)  # type: ignore[misc]
+            await self._replayed_start(keys=keys, args=args)
 
     async def whole(self) -> bool:
         """Whether this Redis server has held the whole registry since its last rebuild (nothing lost meanwhile)."""
@@ -185,21 +164,25 @@ class BusyRegistry:
 
     async def claim_rebuild(self, claimant: str, lease_seconds: int) -> str | None:
         """Take the rebuild claim for `claimant` (a lease of `lease_seconds`): the server's run_id, or None if taken."""
-        if not await self._claim(keys=[_REBUILDING], args=[claimant, lease_seconds]):  # type: ignore[misc]
+        # Taken if free or already the claimant's (a replica whose rebuild failed after its replay takes its
+        # own claim again).
+        if not await self._leases.hold(_REBUILDING, claimant, lease_seconds * 1000):
             return None
         return str((await self.redis.info("server"))["run_id"])
 
     async def renew_rebuild(self, claimant: str, lease_seconds: int) -> bool:
         """Extend `claimant`'s claim by `lease_seconds`; False if it holds the claim no more."""
-        return bool(await self._renew(keys=[_REBUILDING], args=[claimant, lease_seconds]))  # type: ignore[misc]
+        # Only a claim still held: one that Redis lost meanwhile (a flush) is not taken again, or the rebuild
+        # would go on over a registry missing what it replayed before.
+        return await self._leases.renew(_REBUILDING, claimant, lease_seconds * 1000)
 
     async def mark_whole(self, claimant: str, run_id: str) -> bool:
         """Mark the registry whole on the server `run_id` names and drop the claim, if `claimant` still holds it."""
-        return bool(await self._mark_whole(keys=[_REBUILDING, _WHOLE], args=[claimant, run_id]))  # type: ignore[misc]
+        return bool(await self._mark_whole(keys=[_REBUILDING, _WHOLE], args=[claimant, run_id]))
 
     async def release_rebuild(self, claimant: str) -> None:
         """Give up the rebuild if `claimant` holds it, so that the next check tries again at once."""
-        await self._release(keys=[_REBUILDING], args=[claimant])  # type: ignore[misc]
+        await self._leases.release(_REBUILDING, claimant)
 
     async def busy(self, players: Iterable[str]) -> set[str]:
         """The players among `players` who are in a running game."""
@@ -215,7 +198,7 @@ class BusyRegistry:
             keys = [key for game_id, white, black in chunk
                     for key in (_OVER + game_id, _PLAYING + white, _PLAYING + black)]
             game_ids = [game_id for game_id, _, _ in chunk]
-            await script(keys=keys, args=[self.ttl_seconds, *game_ids])  # type: ignore[operator]
+            await script(keys=keys, args=[self.ttl_seconds, *game_ids])  # type: ignore[operator]  # redis-py types a Script as sync or async
 
 
 class ClaimLost(RuntimeError):
@@ -226,11 +209,14 @@ class BusyRebuild:
     """Watches the registry's marker and, when Redis has lost it, replays the game topics into it."""
 
     def __init__(self, registry: BusyRegistry, pool: asyncpg.Pool, settings: KitSettings, rebuilds: Counter,
-                 service: str, *, check_seconds: float, lease_seconds: int) -> None:
+                 service: str, *, check_seconds: float, lease_seconds: int,
+                 hot_rebuilds: Counter | None = None) -> None:
         self.registry = registry
         self.pool = pool
         self.settings = settings
         self.rebuilds = rebuilds
+        # The rebuilds of every service's Redis state in one family (`arbiter_hot_rebuilds_total{what}`).
+        self.hot_rebuilds = hot_rebuilds
         self.service = service
         self.check_seconds = check_seconds
         self.lease_seconds = lease_seconds
@@ -278,6 +264,8 @@ class BusyRebuild:
                         extra={"events": replayed})
             return False
         self.rebuilds.labels(self.service).inc()
+        if self.hot_rebuilds is not None:
+            self.hot_rebuilds.labels(self.service, "busy_registry").inc()
         log.info("busy registry rebuilt", extra={"events": replayed, "seconds": round(time.monotonic() - started, 2)})
         return True
 

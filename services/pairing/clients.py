@@ -1,5 +1,5 @@
-"""The services the pairing service calls: OpeningService (O-9, O-10), RatingService (R-2, T-13) and
-ClockService (who sat in a game the tournament closes, T-15 and R-3)."""
+"""The services the pairing service calls: OpeningService (O-9, O-10) and ClockService (who sat in a game the
+tournament closes, T-15 and R-3); RatingService (R-2, T-13) through the kit's `arbiter.kit.ratings.RatingsClient`."""
 
 from __future__ import annotations
 
@@ -9,21 +9,14 @@ from collections.abc import Sequence
 
 import grpc
 
-from arbiter.competition.types import OpeningMode
+from arbiter.contracts import clock_pb2, clock_pb2_grpc, openings_pb2, openings_pb2_grpc
 from arbiter.contracts import common_pb2 as common
-from arbiter.contracts import clock_pb2, clock_pb2_grpc, openings_pb2, openings_pb2_grpc, rating_pb2, rating_pb2_grpc
-from arbiter.kit.errors import ServiceError
+from arbiter.kit.errors import Unavailable
 from arbiter.openings import initial_fen
-from arbiter.rating import DEFAULT_RATING
+from arbiter.openings.modes import OpeningMode
 from services.pairing.convert import OPENING_MODE_TO_PROTO
 
 log = logging.getLogger(__name__)
-
-
-class Unavailable(ServiceError):
-    """Another service did not answer; the caller may retry."""
-
-    code = grpc.StatusCode.UNAVAILABLE
 
 
 class OpeningsClient:
@@ -53,40 +46,6 @@ class OpeningsClient:
                 f"{error.code().name} {error.details()}"
             ) from error
         return response.opening
-
-
-class RatingsClient:
-    """Reads ratings for one variant and speed (R-2 minimum to enter, T-13 initial ranks)."""
-
-    def __init__(self, channel: grpc.aio.Channel, timeout: float) -> None:
-        self.stub = rating_pb2_grpc.RatingServiceStub(channel)
-        self.timeout = timeout
-
-    async def rating(self, player_id: str, variant: str, speed: int) -> float:
-        """One player's rating; new players have the R-5 default."""
-        try:
-            reply = await self.stub.GetRating(
-                rating_pb2.GetRatingRequest(player_id=player_id, variant=variant, speed=speed), timeout=self.timeout
-            )
-        except grpc.aio.AioRpcError as error:
-            if error.code() == grpc.StatusCode.NOT_FOUND:
-                return DEFAULT_RATING
-            raise Unavailable(
-                f"the rating service could not say {player_id}'s rating: {error.code().name} {error.details()}"
-            ) from error
-        return reply.rating.rating if reply.HasField("rating") else DEFAULT_RATING
-
-    async def ratings(self, player_ids: Sequence[str], variant: str, speed: int) -> dict[str, float]:
-        """Many players' ratings at once; players the service does not know have the R-5 default."""
-        try:
-            reply = await self.stub.GetRatings(
-                rating_pb2.GetRatingsRequest(player_ids=list(player_ids), variant=variant, speed=speed),
-                timeout=self.timeout,
-            )
-        except grpc.aio.AioRpcError as error:
-            raise Unavailable(f"the rating service did not answer: {error.code().name} {error.details()}") from error
-        found = {r.player_id: r.rating.rating for r in reply.ratings if r.HasField("rating")}
-        return {player: found.get(player, DEFAULT_RATING) for player in player_ids}
 
 
 class ClockClient:

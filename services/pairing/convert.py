@@ -7,13 +7,15 @@ from typing import Any, Final
 
 from arbiter.clocks.speed import Speed
 from arbiter.competition.standings import StandingRow
-from arbiter.competition.tournament_flow import Ending, Verdict
-from arbiter.competition.types import Format, OpeningMode
+from arbiter.competition.tournament_flow import ScoredResult
+from arbiter.competition.types import Format
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import tournament_pb2 as tp
-from arbiter.kit.convert import SPEED_TO_PROTO, TERMINATION_OF_NAME
+from arbiter.kit.convert import GAME_RESULT_TO_PROTO, SPEED_TO_PROTO, TERMINATION_OF_NAME
+from arbiter.kit.db import Row
 from arbiter.kit.events import timestamp
+from arbiter.openings.modes import OpeningMode
 
 OPENING_MODE: Final = {
     common.OPENING_MODE_UNSPECIFIED: OpeningMode.FREE,
@@ -28,20 +30,6 @@ OPENING_MODE: Final = {
     common.OPENING_MODE_THEMATIC: OpeningMode.THEMATIC,
 }
 OPENING_MODE_TO_PROTO: Final = {mode: value for value, mode in OPENING_MODE.items() if value}
-VERDICT: Final = {
-    common.GAME_RESULT_WHITE_WINS: Verdict.WHITE_WINS,
-    common.GAME_RESULT_BLACK_WINS: Verdict.BLACK_WINS,
-    common.GAME_RESULT_DRAW: Verdict.DRAW,
-    common.GAME_RESULT_BOTH_LOSE: Verdict.BOTH_LOSE,
-}
-VERDICT_TO_PROTO: Final = {verdict: value for value, verdict in VERDICT.items()}
-# Every other termination is a game played to its end at the board (T-17 disconnections included).
-ENDING: Final = {
-    common.TERMINATION_NEVER_SAT: Ending.NEVER_SAT,
-    common.TERMINATION_BUSY_FORFEIT: Ending.BUSY_FORFEIT,
-    common.TERMINATION_BOTH_ABSENT: Ending.BOTH_ABSENT,
-    common.TERMINATION_CLOSED_AT_DEADLINE: Ending.CLOSED_AT_DEADLINE,
-}
 STATE_TO_PROTO: Final = {
     "scheduled": tp.TOURNAMENT_STATE_SCHEDULED,
     # Between the start time and round 1 the draw is being made: registration is closed.
@@ -52,12 +40,7 @@ STATE_TO_PROTO: Final = {
 }
 
 
-def ending_of(termination: int) -> Ending:
-    """The tournament's view of a play-site termination."""
-    return ENDING.get(termination, Ending.PLAYED)
-
-
-def tournament_message(row: Mapping[str, Any], entrants: int) -> tp.Tournament:
+def tournament_message(row: Row, entrants: int) -> tp.Tournament:
     """A Tournament message from a stored row."""
     settings = tp.TournamentSettings()
     settings.ParseFromString(row["settings"])
@@ -74,7 +57,7 @@ def tournament_message(row: Mapping[str, Any], entrants: int) -> tp.Tournament:
     return message
 
 
-def game_record(row: Mapping[str, Any]) -> tp.GameRecord:
+def game_record(row: Row) -> tp.GameRecord:
     """A GameRecord message from a stored game row."""
     record = tp.GameRecord()
     record.game_id, record.white_id, record.black_id = row["game_id"], row["white_id"], row["black_id"]
@@ -82,8 +65,8 @@ def game_record(row: Mapping[str, Any]) -> tp.GameRecord:
     record.opened = row["requested"]
     if row["finished"]:
         record.finished = True
-        # A Verdict is a StrEnum: its stored value finds it as a key, without a Verdict(...) per row.
-        record.result = VERDICT_TO_PROTO[row["result"]]
+        # A GameResult is a StrEnum: its stored value finds it as a key, without a GameResult(...) per row.
+        record.result = GAME_RESULT_TO_PROTO[row["result"]]
         record.termination = TERMINATION_OF_NAME[row["termination"]]
         record.white_points = row["white_points"]
         record.black_points = row["black_points"]
@@ -121,3 +104,21 @@ def standing_row_json(row: ev.StandingRow) -> dict[str, Any]:
 def standing_row_from_json(data: Mapping[str, Any]) -> ev.StandingRow:
     """The StandingRow message of a stored row."""
     return ev.StandingRow(**data)
+
+
+def competition_ref(tournament_id: str, round_number: int) -> common.CompetitionRef:
+    """The reference every round game carries."""
+    return common.CompetitionRef(kind=common.COMPETITION_KIND_TOURNAMENT, id=tournament_id, round=round_number)
+
+
+def scored_game_finished(row: Any, game: Any, scored: ScoredResult, termination: common.Termination, event_id: str,
+                         at: Any, *, white_sat: bool, black_sat: bool) -> ev.GameFinished:
+    """The GameFinished this service publishes for a result it decides itself (T-15, T-18)."""
+    message = ev.GameFinished(
+        game_id=game["game_id"], competition=competition_ref(row["id"], game["round"]), variant=row["variant"],
+        speed=SPEED_TO_PROTO[row["speed"]], white_id=game["white_id"], black_id=game["black_id"],
+        result=GAME_RESULT_TO_PROTO[scored.result], termination=termination, white_sat=white_sat, black_sat=black_sat,
+        rated=scored.score.rated, finished_at=timestamp(at),
+    )
+    message.meta.event_id = event_id
+    return message

@@ -19,16 +19,21 @@ from arbiter.kit.creators import ensure_creator_registry
 from arbiter.kit.grpcserver import GrpcService
 from arbiter.kit.kafka import SoleConsumer, subscribe_many
 from arbiter.kit.logs import configure_logging
+from arbiter.kit.ratelimit import RateLimiter
+from arbiter.kit.ratings import RatingsClient
 from arbiter.kit.runtime import ServiceRuntime, connect, run_service
 from arbiter.kit.settings import load_settings
 from arbiter.kit.timers import TimerPoller
 from services.pairing.busy import BusyRebuild, BusyRegistry
-from services.pairing.clients import ClockClient, OpeningsClient, RatingsClient
-from services.pairing.director import CLOSE_TIMER, START_TIMER, Director
+from services.pairing.clients import ClockClient, OpeningsClient
+from services.pairing.closing import Closing
+from services.pairing.handlers import ResultDesk
 from services.pairing.metrics import PairingMetrics
-from services.pairing.results import ResultDesk
-from services.pairing.servicer import TournamentServicer
+from services.pairing.rounds import Rounds, start_engine_workers
+from services.pairing.scheduler import Scheduler
+from services.pairing.servicer import RPC_ROLES, TournamentServicer
 from services.pairing.settings import PairingSettings
+from services.pairing.timers import CLOSE_TIMER, START_TIMER
 from services.pairing.watch import WatchHub
 
 log = logging.getLogger(__name__)
@@ -50,39 +55,52 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
         ProcessPoolExecutor(settings.pairing_processes, mp_context=multiprocessing.get_context("spawn"))
         if settings.pairing_processes else None
     )
-    busy = BusyRegistry(infra.redis, settings.busy_ttl_seconds)
+    if executor is not None:
+        start_engine_workers(executor, settings.pairing_processes)
+    busy = BusyRegistry(infra.redis_pools.pool("busy", settings.redis_busy_connections), settings.busy_ttl_seconds)
     busy_rebuild = BusyRebuild(busy, infra.pool, settings, metrics.busy_rebuilds, SERVICE,
                                check_seconds=settings.busy_check_seconds,
-                               lease_seconds=settings.busy_rebuild_lease_seconds)
-    hub = WatchHub(infra.redis, max_queued=settings.watch_max_queued, max_watchers=settings.watch_max_watchers)
+                               lease_seconds=settings.busy_rebuild_lease_seconds, hot_rebuilds=metrics.hot_rebuilds)
+    # The calls publish their changes and serve Watch streams through `hub`; the rounds and results
+    # publish through `changes`, on the background pool.
+    hub = WatchHub(infra.redis, infra.watch_feed(settings.watch_max_streams), max_queued=settings.watch_max_queued,
+                   max_watchers=settings.watch_max_watchers)
+    changes = WatchHub(infra.background_redis)
     ratings = RatingsClient(rating_channel, settings.call_timeout_seconds)
-    director = Director(
-        infra.pool, infra.outbox, infra.time_source, OpeningsClient(openings_channel, settings.call_timeout_seconds),
-        ratings, ClockClient(clock_channel, settings.call_timeout_seconds), busy, hub, metrics, settings, executor,
-    )
+    closing = Closing(infra.pool, infra.outbox, infra.time_source,
+                      ClockClient(clock_channel, settings.call_timeout_seconds), busy, changes)
+    rounds = Rounds(infra.pool, infra.outbox, infra.time_source,
+                    OpeningsClient(openings_channel, settings.call_timeout_seconds), busy, changes, metrics, closing,
+                    executor)
+    scheduler = Scheduler(infra.pool, infra.outbox, infra.time_source, ratings, rounds, closing, changes, metrics,
+                          settings, foreground=infra.foreground)
     # The subscriber is made below, from the desk's handlers; the desk asks about it only once serving.
-    desk = ResultDesk(infra.pool, infra.time_source, busy, hub, metrics, director.poke, SERVICE,
+    desk = ResultDesk(infra.pool, infra.time_source, busy, changes, metrics, scheduler.poke, SERVICE,
                       alone=SoleConsumer(lambda: results_subscriber, settings.sole_consumer_settle_seconds))
     results_subscriber = subscribe_many(infra.broker, settings, infra.metrics, {
         events.GAME_STARTED: desk.on_started,
         events.GAME_FINISHED: desk.on_finished,
         events.CLOCK_FLAGGED: desk.on_flagged,
         events.GAME_ABANDONED: desk.on_abandoned,
-    }, settings.pairing_consumer_group, max_records=settings.result_batch_size)
-    timers = TimerPoller(infra.pool, {START_TIMER: director.on_timer, CLOSE_TIMER: director.on_timer},
+    }, settings.pairing_consumer_group, set_aside=infra.set_aside, max_records=settings.result_batch_size)
+    timers = TimerPoller(infra.pool, {START_TIMER: scheduler.on_timer, CLOSE_TIMER: scheduler.on_timer},
                          infra.time_source, infra.metrics)
-    servicer = TournamentServicer(infra.pool, infra.outbox, infra.time_source, ratings, hub, settings)
+    password_attempts = RateLimiter(infra.redis, SERVICE, settings.password_attempts_burst,
+                                    settings.password_attempts_window_seconds)
+    servicer = TournamentServicer(infra.pool, infra.outbox, infra.time_source, ratings, hub, settings,
+                                  password_attempts)
     grpc_services = [
         GrpcService(
             "arbiter.contracts.TournamentService",
             lambda server: tournament_pb2_grpc.add_TournamentServiceServicer_to_server(servicer, server),
-            # Issue 10: the calls a person could spam take from their rate-limit bucket.
+            roles=RPC_ROLES,
+            # The calls a person could spam take from their rate-limit bucket.
             rate_limited=frozenset({"CreateTournament", "JoinTournament", "WithdrawTournament", "CancelTournament",
                                    "RevokeInvite"}),
         )
     ]
     try:
-        await ServiceRuntime(infra, grpc_services, background=[timers.run, director.run, busy_rebuild.run]).run(stop)
+        await ServiceRuntime(infra, grpc_services, background=[timers.run, scheduler.run, busy_rebuild.run]).run(stop)
     finally:
         await openings_channel.close()
         await rating_channel.close()
@@ -94,7 +112,7 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
 def main() -> None:
     """Read settings from the environment and run the service."""
     settings = load_settings(PairingSettings)
-    configure_logging(SERVICE, settings.log_level)
+    configure_logging(SERVICE, settings.log_level, settings.log_repeat_seconds)
     run_service(lambda: serve(settings), settings.event_loop)
 
 

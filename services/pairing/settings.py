@@ -33,10 +33,12 @@ class PairingSettings(WatchSettings):
     # A replica rebuilding the registry holds the job this long at most (real seconds): if it dies,
     # another takes the job over after that.
     busy_rebuild_lease_seconds: int = Field(default=600, ge=10)
+    # Redis connections of the busy registry (the result consumer, the rounds being paired, the
+    # rebuild), a pool of its own: neither the calls nor other background work can take them.
+    redis_busy_connections: int = Field(default=10, ge=1)
     # Events per batch from game.finished and game.started: a batch costs two round trips whatever
     # its size, so when a whole round finishes at once larger batches take the results in sooner
-    # (5,000 at once: 2,076/s at 500, 2,314-2,416/s at 2,000; issue 9 note). Steady load makes small
-    # batches anyway.
+    # (tests/bench/bench_pairing_service.py). Steady load makes small batches anyway.
     result_batch_size: int = Field(default=2000, ge=1)
     # A replica that has had every result partition to itself this long (real seconds) skips the look
     # at a round again after its results commit: no other replica can be finishing the round with it.
@@ -47,3 +49,8 @@ class PairingSettings(WatchSettings):
     # one broker, like the test suite's, each need their own: tansu can leave a group whose members
     # all left wedged for the next process that joins it.
     pairing_consumer_group: str = Field(default="pairing", min_length=1)
+    # T-5: wrong passwords a private tournament takes in a burst, refilled over the window (real
+    # seconds), whoever guesses and under whatever player id: 10 per 10 minutes lets a person
+    # mistype, and a guesser try at most 1,440 passwords a day.
+    password_attempts_burst: int = Field(default=10, ge=1)
+    password_attempts_window_seconds: float = Field(default=600.0, gt=0)

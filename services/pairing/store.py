@@ -9,12 +9,12 @@ from typing import Any, Final, NamedTuple
 
 import asyncpg
 
-from arbiter.competition.standings import Bye
-from arbiter.competition.tournament_flow import PlannedGame, PlayedGame, Seat
-from arbiter.competition.types import ResultKind
+from arbiter.competition.records import Bye, Entrant, PlayedGame
+from arbiter.competition.tournament_flow import PlannedGame
+from arbiter.kit.db import Connection, Executor
+from arbiter.vocabulary import ResultKind
 
 Row = asyncpg.Record
-Executor = asyncpg.Connection | asyncpg.Pool
 
 
 class NewRound(NamedTuple):
@@ -42,7 +42,7 @@ class NewGame(NamedTuple):
     rated: bool | None = None
 
 
-async def save_rounds(connection: asyncpg.Connection, rounds: Sequence[NewRound], games: Sequence[NewGame],
+async def save_rounds(connection: Connection, rounds: Sequence[NewRound], games: Sequence[NewGame],
                       now: datetime) -> None:
     """Insert rounds, their games and each tournament's current round, under the tournaments' row locks."""
     if not rounds:
@@ -102,17 +102,17 @@ async def tournaments_and_open_games(db: Executor, tournament_ids: Sequence[str]
     )
 
 
-async def seats_of(db: Executor, tournament_ids: Sequence[str]) -> dict[str, list[Seat]]:
+async def seats_of(db: Executor, tournament_ids: Sequence[str]) -> dict[str, list[Entrant]]:
     """The seats (T-13, T-14) of several tournaments in one query: {tournament id: its seats by player id}."""
     rows = await db.fetch(
         "SELECT tournament_id, player_id, berger_number, initial_rank, rating FROM entrants"
         " WHERE tournament_id = ANY($1::text[]) AND initial_rank IS NOT NULL ORDER BY tournament_id, player_id",
         list(tournament_ids),
     )
-    result: dict[str, list[Seat]] = {tournament_id: [] for tournament_id in tournament_ids}
+    result: dict[str, list[Entrant]] = {tournament_id: [] for tournament_id in tournament_ids}
     for row in rows:
         result[row["tournament_id"]].append(
-            Seat(row["player_id"], row["berger_number"], row["initial_rank"], row["rating"]))
+            Entrant(row["player_id"], row["berger_number"], row["initial_rank"], row["rating"]))
     return result
 
 
@@ -141,7 +141,7 @@ async def entrant_rows(db: Executor, tournament_id: str) -> list[Row]:
     return await db.fetch("SELECT * FROM entrants WHERE tournament_id = $1 ORDER BY player_id", tournament_id)
 
 
-async def seats(db: Executor, tournament_id: str) -> list[Seat]:
+async def seats(db: Executor, tournament_id: str) -> list[Entrant]:
     """The entrants with the numbers fixed at the start (T-13, T-14), by player id."""
     return (await seats_of(db, [tournament_id]))[tournament_id]
 
@@ -153,27 +153,43 @@ async def is_entered(db: Executor, tournament_id: str, player_id: str) -> bool:
     ))
 
 
-async def played_games(db: Executor, tournament_id: str) -> list[PlayedGame]:
+async def played_games(db: Executor, tournament_id: str) -> list[PlayedGame[str]]:
     """Every scored game, in round and board order."""
+    return (await played_games_of(db, [tournament_id]))[tournament_id]
+
+
+async def played_games_of(db: Executor, tournament_ids: Sequence[str]) -> dict[str, list[PlayedGame[str]]]:
+    """Every scored game of several tournaments in one query: {tournament id: its games in round and board order}."""
     rows = await db.fetch(
-        "SELECT round, white_id, black_id, white_points, black_points, kind, leg FROM games"
-        " WHERE tournament_id = $1 AND finished ORDER BY round, board, leg",
-        tournament_id,
+        "SELECT tournament_id, round, white_id, black_id, white_points, black_points, kind, leg FROM games"
+        " WHERE tournament_id = ANY($1::text[]) AND finished ORDER BY tournament_id, round, board, leg",
+        list(tournament_ids),
     )
-    return [
-        PlayedGame(r["round"], r["white_id"], r["black_id"], r["white_points"], r["black_points"],
-                   ResultKind(r["kind"]), r["leg"])
-        for r in rows
-    ]
+    result: dict[str, list[PlayedGame[str]]] = {tournament_id: [] for tournament_id in tournament_ids}
+    # A ResultKind is a StrEnum: its stored value finds it, without a ResultKind(...) per row.
+    kinds = {kind.value: kind for kind in ResultKind}
+    for r in rows:
+        result[r["tournament_id"]].append(PlayedGame(
+            r["round"], r["white_id"], r["black_id"], r["white_points"], r["black_points"], kinds[r["kind"]], r["leg"]))
+    return result
 
 
-async def byes(db: Executor, tournament_id: str) -> list[Bye]:
+async def byes(db: Executor, tournament_id: str) -> list[Bye[str]]:
     """The byes credited so far (T-8)."""
+    return (await byes_of(db, [tournament_id]))[tournament_id]
+
+
+async def byes_of(db: Executor, tournament_ids: Sequence[str]) -> dict[str, list[Bye[str]]]:
+    """The byes credited so far (T-8) in several tournaments in one query: {tournament id: its byes by round}."""
     rows = await db.fetch(
-        "SELECT round, bye_id, bye_points FROM rounds WHERE tournament_id = $1 AND bye_id IS NOT NULL ORDER BY round",
-        tournament_id,
+        "SELECT tournament_id, round, bye_id, bye_points FROM rounds"
+        " WHERE tournament_id = ANY($1::text[]) AND bye_id IS NOT NULL ORDER BY tournament_id, round",
+        list(tournament_ids),
     )
-    return [Bye(r["round"], r["bye_id"], r["bye_points"]) for r in rows]
+    result: dict[str, list[Bye[str]]] = {tournament_id: [] for tournament_id in tournament_ids}
+    for r in rows:
+        result[r["tournament_id"]].append(Bye(r["round"], r["bye_id"], r["bye_points"]))
+    return result
 
 
 async def open_games(db: Executor, tournament_id: str) -> int:
@@ -213,12 +229,10 @@ async def our_games(db: Executor, game_ids: Sequence[str]) -> dict[str, Row]:
     """{game id: row} of the games among `game_ids` that are ours, with their tournament's `rated`."""
     # No probe of processed_events here: `apply_results` records the events and says which were
     # new, so each result costs one index lookup fewer. On a table never analysed (a server with
-    # autovacuum off, as this machine's), PostgreSQL 15 planned a probe by (consumer, event_id) =
-    # ANY(...) as a scan of every event of the consumer, filtered: 21,712 rows read per batch of
-    # 44 results at 1,000 results/s, more with each result (issue 9 note, auto_explain). Each game is
-    # looked up by its key (a LATERAL with LIMIT 1 cannot be planned as a join): as a join, PostgreSQL 18
-    # hashed the whole games table for every batch once it held some 45,000 games, 45.3 ms a call when a
-    # whole round finished at once, 7.9 ms looked up (pg_stat_statements; issue 9 note, session 27).
+    # autovacuum off), PostgreSQL planned a probe by (consumer, event_id) = ANY(...) as a scan of
+    # every event of the consumer, growing with each result. Each game is looked up by its key (a
+    # LATERAL with LIMIT 1 cannot be planned as a join): as a join, PostgreSQL hashed the whole games
+    # table for every batch (tests/bench/bench_pairing_service.py; figures in docs/performance.md).
     rows = await db.fetch(
         "SELECT g.game_id, g.tournament_id, g.round, g.white_id, g.black_id, g.finished, t.rated"
         " FROM unnest($1::text[]) AS e(game_id)"
@@ -247,7 +261,7 @@ class ResultRow:
     decided_by: str
 
 
-async def record_results(connection: asyncpg.Connection, results: Sequence[ResultRow], at: datetime) -> dict[str, Row]:
+async def record_results(connection: Connection, results: Sequence[ResultRow], at: datetime) -> dict[str, Row]:
     """Score each game unless it has a result already (the first result wins); {game id: game row} of those scored.
 
     One statement for the whole batch; `results` must name each game once.

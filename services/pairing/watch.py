@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.kit import watch
-from arbiter.kit.watch import FINAL_CHANGES as FINAL_CHANGES  # noqa: PLC0414 (the servicer's name for it)
+from arbiter.kit.watch import FINAL_CHANGES as FINAL_CHANGES
 
 
 class WatchHub(watch.WatchHub[tp.TournamentChange]):

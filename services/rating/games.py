@@ -8,9 +8,11 @@ from functools import lru_cache
 from arbiter.contracts import common_pb2
 from arbiter.contracts import events_pb2 as ev
 from arbiter.draughts.variants import variant_by_name
+from arbiter.kit.convert import GAME_RESULT, TERMINATION
 from arbiter.kit.events import datetime_of
-from arbiter.rating import RatedReason, ResultKind, is_game_rated
+from arbiter.rating import RatedReason, is_game_rated
 from arbiter.rating.ledger import GameToRate, PlayerState
+from arbiter.vocabulary import ResultKind
 
 # Metric label of an event the service cannot rate although it says rated (logged, never retried).
 INVALID = "invalid"
@@ -36,7 +38,7 @@ class Pool:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class RatingDecision:
     """What to do with one event: rate `game` in `pool`, or ignore it for `reason`."""
 
     event_id: str
@@ -52,12 +54,8 @@ class Verdict:
 
 
 def result_kind(event: ev.GameFinished) -> ResultKind:
-    """How the game ended as far as rating is concerned (T-18, T-19)."""
-    if event.termination == common_pb2.TERMINATION_BUSY_FORFEIT:
-        return ResultKind.BUSY_FORFEIT
-    if event.termination == common_pb2.TERMINATION_BOTH_ABSENT or event.result == common_pb2.GAME_RESULT_BOTH_LOSE:
-        return ResultKind.BOTH_ABSENT
-    return ResultKind.PLAYED
+    """How the game's result counts (T-16, T-18, T-19): `ResultKind.of` its termination and result."""
+    return ResultKind.of(TERMINATION.get(event.termination), GAME_RESULT.get(event.result))
 
 
 @lru_cache(maxsize=1024)  # every event names its pool; a handful of distinct ones exist
@@ -73,19 +71,18 @@ def pool_of(variant: str, speed: int) -> Pool:
     return Pool(canonical, speed)
 
 
-def judge(event: ev.GameFinished) -> Verdict:
+def judge(event: ev.GameFinished) -> RatingDecision:
     """Decide whether `event`'s game is rated (`is_game_rated`) and, if so, what to rate."""
     # Each field read once: a protobuf attribute read costs as much as the rest of a check.
-    white_id, black_id, termination = event.white_id, event.black_id, event.termination
+    white_id, black_id = event.white_id, event.black_id
     # A competition game without an opponent is a bye (T-8); byes are scored by pairing and
     # should never arrive here, but one that does must not move a rating.
     is_bye = not white_id or not black_id
-    # R-3: "sat" means moved; a NEVER_SAT termination says one side did not, whatever the flags.
-    both_sat = event.white_sat and event.black_sat and termination != common_pb2.TERMINATION_NEVER_SAT
-    rated, reason = is_game_rated(event.rated, result_kind(event), both_sat, is_bye)
+    # R-3: "sat" means moved (a NEVER_SAT termination says one side did not, whatever the flags).
+    rated, reason = is_game_rated(event.rated, result_kind(event), event.white_sat and event.black_sat, is_bye)
     event_id = event.meta.event_id
     if not rated:
-        return Verdict(event_id, reason.value)
+        return RatingDecision(event_id, reason.value)
     problem = ""
     pool = None
     try:
@@ -107,7 +104,7 @@ def judge(event: ev.GameFinished) -> Verdict:
     if not problem and finished_at is None:
         problem = "finished_at is not a date (years 1..9999)"
     if problem or pool is None or finished_at is None:
-        return Verdict(event_id, INVALID, problem=problem)
+        return RatingDecision(event_id, INVALID, problem=problem)
     game = GameToRate(
         game_id=game_id,
         finished_at=finished_at,
@@ -115,7 +112,7 @@ def judge(event: ev.GameFinished) -> Verdict:
         black_id=black_id,
         white_score=_WHITE_SCORE[result],
     )
-    return Verdict(event_id, RatedReason.RATED.value, pool, game)
+    return RatingDecision(event_id, RatedReason.RATED.value, pool, game)
 
 
 _RESULTS = frozenset(common_pb2.GameResult.values())

@@ -13,7 +13,6 @@ class RatingSettings(KitSettings):
     grpc_port: int = 50054
     metrics_port: int = 9104
     # GameFinished events rated per transaction at most: larger batches amortise the round trips.
-    # Only a backlog fills them. 2,000 was faster alone and in a firehose-only run, but after the
-    # benchmark's rate stages PostgreSQL spent half as much again per game and the firehose fell
-    # to 2,086-2,771/s (4,286-4,817 with 1,000; issue 9 note, session 9).
+    # Only a backlog fills them. Larger batches were faster alone, but slower in the system benchmark's
+    # firehose after its rate stages (tests/bench/bench_system.py; figures in docs/performance.md).
     rating_batch_size: int = Field(default=1000, ge=1, le=10_000)

@@ -9,9 +9,10 @@ from functools import cache
 
 import asyncpg
 
+from arbiter.kit.db import Connection, Executor
 from arbiter.rating import Rating
-from services.rating.games import Pool
 from arbiter.rating.ledger import AppliedGame, GameKey, GameToRate, PlayerState
+from services.rating.games import Pool
 
 _SIDES = ("white", "black")
 _GAME_COLUMNS = (
@@ -36,7 +37,7 @@ class HistoryRow:
     after: PlayerState
 
 
-async def lock_pools(connection: asyncpg.Connection, pools: Collection[Pool]) -> None:
+async def lock_pools(connection: Connection, pools: Collection[Pool]) -> None:
     """Serialise writers of `pools` across replicas until the transaction ends (a late game may touch any player).
 
     The locks are taken in one statement in sorted order, so two replicas locking
@@ -75,7 +76,7 @@ def games_after_statement(pools: int) -> str:
 
 
 async def games_after(
-    connection: asyncpg.Connection, keys: Mapping[Pool, GameKey]
+    connection: Connection, keys: Mapping[Pool, GameKey]
 ) -> dict[Pool, list[tuple[GameKey, str, str]]]:
     """Who played whom in every rated game of each pool after its key, in canonical order (`ledger.Meeting`s).
 
@@ -96,7 +97,7 @@ async def games_after(
     }
 
 
-async def applied_games(connection: asyncpg.Connection, game_ids: Collection[str]) -> list[AppliedGame]:
+async def applied_games(connection: Connection, game_ids: Collection[str]) -> list[AppliedGame]:
     """The stored results (both sides before and after) of `game_ids`, in canonical order."""
     if not game_ids:
         return []
@@ -108,13 +109,13 @@ async def applied_games(connection: asyncpg.Connection, game_ids: Collection[str
 
 
 async def player_states(
-    connection: asyncpg.Connection | asyncpg.Pool, pool: Pool, player_ids: Collection[str]
+    connection: Executor, pool: Pool, player_ids: Collection[str]
 ) -> dict[str, PlayerState]:
     """The stored states of `player_ids` in `pool`; players never rated there are absent."""
     if not player_ids:
         return {}
     # A join on unnest, not `= ANY`: on a small table the planner picks a hashed ANY over a
-    # sequential scan, whose cost grows with the table (50 ms per batch at 40,000 players).
+    # sequential scan, whose cost grows with the table (tests/bench/bench_rating_handler.py).
     rows = await connection.fetch(
         "SELECT r.player_id, r.rating, r.deviation, r.volatility, r.games, r.last_rated_at"
         " FROM unnest($3::text[]) AS u(player_id)"
@@ -143,7 +144,7 @@ class StoredView:
 
 
 async def rated_and_states(
-    connection: asyncpg.Connection, game_ids: Collection[str], players: Mapping[Pool, Collection[str]]
+    connection: Connection, game_ids: Collection[str], players: Mapping[Pool, Collection[str]]
 ) -> StoredView:
     """Which of `game_ids` are rated, the stored states of `players`, and each of their pools' latest game.
 
@@ -151,8 +152,7 @@ async def rated_and_states(
     late game: only then are the games after it read (`games_after`). Each is found by a backward
     scan of the pool's canonical-order index, whatever the table holds. Each state is looked up
     by its key too (a LATERAL with LIMIT 1), as pairing's games: as a join it was planned as a hash
-    of the whole ratings table (38,079 rows in the benchmark's burst), a cost that grows with the
-    table; looked up, 26.4 ms a call there instead of 27.1 (issue 9 note, session 27).
+    of the whole ratings table, a cost that grows with the table (figures: docs/performance.md).
     """
     variants: list[str] = []
     speeds: list[int] = []
@@ -177,7 +177,7 @@ async def rated_and_states(
         variants, speeds, ids, list(game_ids), [pool.variant for pool in pools], [pool.speed for pool in pools],
     )
     view = StoredView({}, {pool: {} for pool in players}, {})
-    # The pools asked for, by their columns: a Pool made and hashed per row cost 1 ms of a 1,000-game batch.
+    # The pools asked for, by their columns: no Pool made and hashed per row (bench_rating_handler.py).
     pool_by_columns = {(pool.variant, pool.speed): pool for pool in pools}
     states_of = {columns: view.states[pool] for columns, pool in pool_by_columns.items()}
     for kind, variant, speed, player_or_game, rating, deviation, volatility, games, at, event_id in rows:
@@ -207,7 +207,7 @@ def _game_values(pool: Pool, applied: AppliedGame) -> tuple[object, ...]:
     return tuple(values)
 
 
-async def rewrite_games(connection: asyncpg.Connection, applied: Sequence[AppliedGame], now: datetime) -> None:
+async def rewrite_games(connection: Connection, applied: Sequence[AppliedGame], now: datetime) -> None:
     """Overwrite the before/after of games a late game changed, and mark them revised."""
     if not applied:
         return
@@ -236,7 +236,7 @@ def _state_rows(states: Mapping[Pool, Mapping[str, PlayerState]]) -> list[tuple[
              state.last_rated_at) for pool, pool_states in states.items() for player, state in pool_states.items()]
 
 
-async def save_states(connection: asyncpg.Connection, states: Mapping[Pool, Mapping[str, PlayerState]]) -> None:
+async def save_states(connection: Connection, states: Mapping[Pool, Mapping[str, PlayerState]]) -> None:
     """Upsert the players' latest states in their pools (in the caller's transaction)."""
     rows = _state_rows(states)
     if not rows:
@@ -286,7 +286,7 @@ def _save_statement() -> str:
 
 
 async def save_rated(
-    connection: asyncpg.Connection, applied: Mapping[Pool, Sequence[AppliedGame]],
+    connection: Connection, applied: Mapping[Pool, Sequence[AppliedGame]],
     states: Mapping[Pool, Mapping[str, PlayerState]], event_ids: Mapping[str, str],
 ) -> None:
     """Store newly rated games, each with the event that rated it (`event_ids` by game id), and upsert

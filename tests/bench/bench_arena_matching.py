@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from arbiter.competition.arena import DEFAULT_REACH, ArenaPairing, WaitingPlayer, match_waiting
 from arbiter.competition.arena_matching import _pair_cost_function
-from arbiter.competition.types import Side
+from arbiter.vocabulary import Side
 
 SIZES = (100, 1_000, 5_000, 10_000)
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

@@ -20,7 +20,7 @@ Prints figures, asserts nothing (DESIGN: bench scripts never assert timings). On
    as autovacuum keeps them analyzed in a running system. `--no-analyze` measures the young
    database instead (no planner statistics yet): the pairing save's running-games probe then
    walks every running game of the arena, and the figure is far worse (seconds).
-Targets (issue 7): p99 <= 50 ms; the burst <= 200 ms.
+Targets: p99 <= 50 ms; the burst <= 200 ms.
 
 `--foreign-games N` measures instead what games that are not the arena's cost the service (the
 system benchmark's tournament games all flow through its consumers): N tournament GameStarted +
@@ -55,22 +55,23 @@ from aiokafka import AIOKafkaProducer
 from arbiter.contracts import arena_pb2 as ap
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
-from arbiter.devstack.infra import scratch_database
-from arbiter.devstack.stack import SystemStack
 from arbiter.kit import events
 from arbiter.kit.creators import ensure_creator_registry
 from arbiter.kit.events import timestamp
 from arbiter.kit.kafka import ensure_topics, make_outbox_producer, outbox_publisher
 from arbiter.kit.outbox import OutboxRelay
 from arbiter.kit.runtime import connect, tune_garbage_collector
-from arbiter.simulator.bench import CommittedOffsets, process_cpu_seconds
+from arbiter_tools.devstack.infra import scratch_database
+from arbiter_tools.devstack.stack import SystemStack
+from arbiter_tools.simulator.bench.host import process_cpu_seconds
+from arbiter_tools.simulator.bench.readings import CommittedOffsets
+from services.arena.clients import RatingCache
+from services.arena.handlers import ResultDesk
 from services.arena.hot import HotStore
 from services.arena.lifecycle import Lifecycle
 from services.arena.main import MIGRATIONS
 from services.arena.matchmaker import Matchmaker
 from services.arena.metrics import ArenaMetrics
-from services.arena.ratings import RatingCache
-from services.arena.results import ResultDesk
 from services.arena.settings import ArenaSettings
 from services.arena.watch import WatchHub
 
@@ -82,7 +83,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def make_arena(pool: asyncpg.Pool, players: int, now, analyze: bool = True) -> str:  # noqa: ANN001
+async def make_arena(pool: asyncpg.Pool, players: int, now, analyze: bool = True) -> str:
     """An arena running for 8 hours with `players` joined, written straight to PostgreSQL."""
     arena_id = f"a_bench{uuid.uuid4().hex[:6]}"
     settings = ap.ArenaSettings(name="bench", variant="international", duration_minutes=480,
@@ -133,7 +134,7 @@ async def run(args: argparse.Namespace, stack: SystemStack) -> None:
                     latencies.append(now - started)
                     timeline.append((started, now - started))
 
-    matchmaker = Matchmaker(infra.pool, hot, infra.outbox, infra.time_source, RatingCache(None, 0.5, 10.0), hub,
+    matchmaker = Matchmaker(infra.pool, hot, infra.outbox, infra.time_source, RatingCache(None, 10.0), hub,
                             Lifecycle(infra.outbox, hot, infra.time_source), metrics, settings, on_paired=on_paired)
     desk = ResultDesk(infra.pool, hot, infra.outbox, infra.time_source, matchmaker, hub)
     stop = asyncio.Event()
@@ -261,9 +262,9 @@ async def run(args: argparse.Namespace, stack: SystemStack) -> None:
             for second, values in sorted(by_second.items()):
                 print(f"  second {second:3d}: {len(values):5d} re-paired, p50 {percentile(values, 0.5) * 1000:6.1f} ms,"
                       f" p99 {percentile(values, 0.99) * 1000:6.1f} ms, max {max(values) * 1000:6.1f} ms")
-        pairings = metrics.pairings.labels("arena")._value.get()  # noqa: SLF001 - a figure, not a check
+        pairings = metrics.pairings.labels("arena")._value.get()
         print(f"pairings total {pairings:.0f}; cooldown refusals"
-              f" {metrics.cooldown_refusals.labels('arena')._value.get():.0f}")  # noqa: SLF001
+              f" {metrics.cooldown_refusals.labels('arena')._value.get():.0f}")
     finally:
         stop.set()
         failed = (await asyncio.gather(relay_task, return_exceptions=True))[0]
@@ -278,7 +279,7 @@ def service_cpu_seconds(pid: int) -> float:
     return process_cpu_seconds(pid)[1]
 
 
-def foreign_game(number: int, at) -> tuple[ev.GameStarted, ev.GameFinished]:  # noqa: ANN001
+def foreign_game(number: int, at) -> tuple[ev.GameStarted, ev.GameFinished]:
     """A tournament game's start and result, as the play site publishes them (none of the arena's business)."""
     game_id = f"t_bench/{number}"
     competition = cm.CompetitionRef(kind=cm.COMPETITION_KIND_TOURNAMENT, id="t_bench")

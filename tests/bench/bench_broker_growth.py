@@ -32,10 +32,9 @@ from pathlib import Path
 
 import psutil
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from arbiter.devstack.infra import start_tansu
-from arbiter.devstack.processes import free_port
+from arbiter_tools.devstack.infra import create_topic, start_tansu
+from arbiter_tools.devstack.processes import free_port
 
 FETCH_WAIT_MS = 20
 RECORD = b"r" * 300
@@ -75,13 +74,7 @@ class Readers:
 
 async def measure(bootstrap: str, broker: psutil.Process, args: argparse.Namespace, per_request: int) -> None:
     """Rounds of produce requests of `per_request` records onto a fresh topic read by the consumer groups."""
-    topic = f"bench.growth.{uuid.uuid4().hex[:8]}"
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(topic, 1, 1)])
-    finally:
-        await admin.close()
+    topic = await create_topic(bootstrap, f"bench.growth.{uuid.uuid4().hex[:8]}", 1)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
     readers = Readers(bootstrap, topic, args.consumers)
     await producer.start()

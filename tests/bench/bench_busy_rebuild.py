@@ -28,16 +28,17 @@ from aiokafka import AIOKafkaProducer
 
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
-from arbiter.devstack.infra import scratch_database
-from arbiter.devstack.stack import SystemStack
 from arbiter.kit import events
 from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.kafka import ensure_topics
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.settings import KitSettings
+from arbiter_tools.devstack.infra import scratch_database
+from arbiter_tools.devstack.stack import SystemStack
 from services.pairing.busy import BusyRebuild, BusyRegistry
 from services.pairing.main import MIGRATIONS
 from services.pairing.metrics import PairingMetrics
+
 
 async def publish_history(bootstrap: str, games: int, running_share: float) -> set[str]:
     """Publish the games' starts and most of their ends; return the players of the games still running."""

@@ -1,7 +1,8 @@
 """Clock service: move events/s through Kafka, game life cycles/s, and flag latency with 10,000 live clocks.
 
 Run: .venv/bin/python tests/bench/bench_clock_service.py [--games 10000] [--moves 200000] [--clocks 10000]
-     [--lifecycle-games 20000] [--skip-throughput] [--skip-lifecycle] [--skip-flags]
+     [--lifecycle-games 20000] [--paced-games 2000] [--paced-rate 2000] [--paced-seconds 20]
+     [--skip-throughput] [--skip-lifecycle] [--skip-paced] [--skip-flags]
 
 Starts the infrastructure (KAFKA_BOOTSTRAP_SERVERS / REDIS_URL / DATABASE_URL when set, else
 embedded tansu, redis-server and PostgreSQL) and the clock service as a real process, then:
@@ -20,7 +21,10 @@ embedded tansu, redis-server and PostgreSQL) and the clock service as a real pro
    of the events as above. Then the same number of games is produced at `--lifecycle-rate`
    games/s (default 1,000, as the system benchmark) while the service runs, and its CPU per
    game is printed: small batches, so per-batch costs count as they do live.
-3. flag latency: `--clocks` live clocks whose deadlines fall over `--window` seconds; latency is
+3. move latency: `--paced-games` running games receive moves at `--paced-rate` moves/s for
+   `--paced-seconds` while the service runs (small batches, as live); each move's latency is from
+   just before its produce to its ClockState arriving at a consumer (p50, p90, p99, max).
+4. flag latency: `--clocks` live clocks whose deadlines fall over `--window` seconds; latency is
    from each deadline to the ClockFlagged record arriving at a consumer (target p99 <= 100 ms),
    and the service's own histogram (deadline -> flag saved for publishing).
 Prints figures; asserts nothing.
@@ -41,6 +45,7 @@ import urllib.request
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import psutil
 import redis.asyncio as aioredis
@@ -50,8 +55,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
-from arbiter.devstack.stack import SystemStack
 from arbiter.kit import events
+from arbiter_tools.devstack.stack import SystemStack
 
 
 def metric_sum(url: str, name: str, **labels: str) -> float:
@@ -119,6 +124,33 @@ class Producer:
         await asyncio.gather(*sends)
 
 
+def postgres_processes(database_url: str) -> list[psutil.Process]:
+    """The PostgreSQL server's processes when it is this run's own (embedded: its socket is in its data dir)."""
+    host = parse_qs(urlsplit(database_url).query).get("host", [""])[0]
+    pid_file = Path(host) / "postmaster.pid" if host else None
+    if pid_file is None or not pid_file.exists():
+        return []  # a shared server: its CPU is not this run's alone
+    postmaster = psutil.Process(int(pid_file.read_text().split()[0]))
+    return [postmaster, *postmaster.children(recursive=True)]
+
+
+def cpu_seconds(processes: list[psutil.Process]) -> float:
+    """User + system CPU seconds of `processes` (and of the children they have now)."""
+    total = 0.0
+    seen: set[int] = set()
+    for process in processes:
+        for member in (process, *process.children(recursive=True)):
+            if member.pid in seen:
+                continue
+            seen.add(member.pid)
+            try:
+                times = member.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+    return total
+
+
 async def end_offsets(bootstrap: str, topic: str) -> dict[TopicPartition, int]:
     """The current end offset of every partition of `topic`."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
@@ -133,8 +165,12 @@ async def end_offsets(bootstrap: str, topic: str) -> dict[TopicPartition, int]:
 
 async def raw_consume(bootstrap: str, start: dict[TopicPartition, int], count: int, decode: bool) -> float:
     """Seconds a plain aiokafka consumer takes to read `count` records from `start` (optionally decoding)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, max_partition_fetch_bytes=8 << 20,
-                                fetch_max_bytes=64 << 20)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        max_partition_fetch_bytes=8 << 20,
+        fetch_max_bytes=64 << 20,
+    )
     await consumer.start()
     try:
         consumer.assign(list(start))
@@ -164,6 +200,32 @@ async def wait_for(predicate, timeout: float, what: str) -> None:  # type: ignor
     raise TimeoutError(what)
 
 
+def started_now(ids: list[str], now: datetime) -> list[ev.GameStarted]:
+    """GameStarted of hour-long games (white `<id>-w`, black `<id>-b`) started at `now`."""
+    opened = []
+    for game_id in ids:
+        started = ev.GameStarted(game_id=game_id, white_id=f"{game_id}-w", black_id=f"{game_id}-b",
+                                 variant="international")
+        started.time_control.fischer.base_seconds = 3600
+        started.started_at.FromDatetime(now)
+        opened.append(started)
+    return opened
+
+
+async def finish_all(bootstrap: str, ids: list[str]) -> None:
+    """Publish a drawn GameFinished of each game (white `<id>-w`, black `<id>-b`)."""
+    finished = []
+    for game_id in ids:
+        done = ev.GameFinished(game_id=game_id, white_id=f"{game_id}-w", black_id=f"{game_id}-b",
+                               result=common.GAME_RESULT_DRAW)
+        done.finished_at.FromDatetime(datetime.now(UTC))
+        finished.append(done)
+    producer = Producer(bootstrap)
+    await producer.start()
+    await producer.send(events.GAME_FINISHED.name, finished)
+    await producer.stop()
+
+
 async def throughput(stack: SystemStack, redis: aioredis.Redis, prefix: str, games: int, moves: int) -> None:
     """Moves through the real service vs raw consume of the same records."""
     bootstrap = stack.kafka_bootstrap
@@ -173,13 +235,7 @@ async def throughput(stack: SystemStack, redis: aioredis.Redis, prefix: str, gam
     tag = uuid.uuid4().hex[:6]
     ids = [f"bench-{tag}-{n}" for n in range(games)]
     now = datetime.now(UTC)
-    opened = []
-    for game_id in ids:
-        started = ev.GameStarted(game_id=game_id, white_id=f"{game_id}-w", black_id=f"{game_id}-b",
-                                 variant="international")
-        started.time_control.fischer.base_seconds = 3600
-        started.started_at.FromDatetime(now)
-        opened.append(started)
+    opened = started_now(ids, now)
     await producer.send(events.GAME_STARTED.name, opened)
     await wait_for(lambda: _live_at_least(redis, prefix, games), 120, "games started")
 
@@ -214,8 +270,10 @@ async def throughput(stack: SystemStack, redis: aioredis.Redis, prefix: str, gam
     stack.start_service("clock")
     url = service.metrics_url
     cpu = psutil.Process(service.process.pid)  # type: ignore[union-attr]
+    postgres = postgres_processes(stack.database_url)
     points: list[tuple[float, float]] = []
     cpu_points: list[float] = []
+    pg_points: list[float] = []
     started = time.perf_counter()
     while True:
         try:
@@ -225,6 +283,7 @@ async def throughput(stack: SystemStack, redis: aioredis.Redis, prefix: str, gam
         points.append((time.perf_counter(), count))
         times = cpu.cpu_times()
         cpu_points.append(times.user + times.system)
+        pg_points.append(cpu_seconds(postgres))
         if count >= produced:
             break
         if time.perf_counter() - started > 300:
@@ -233,11 +292,12 @@ async def throughput(stack: SystemStack, redis: aioredis.Redis, prefix: str, gam
         # with the crossing instants interpolated, measure the rate without slowing it.
         await asyncio.sleep(0.25)
     if os.environ.get("BENCH_DEBUG"):
-        print(list(zip(points, cpu_points)))
+        print(list(zip(points, cpu_points, strict=True)))
     rate = _rate_between(points, 0.1 * produced, 0.9 * produced)
     low = next(i for i, (_, c) in enumerate(points) if c >= 0.1 * produced)
     high = next(i for i, (_, c) in enumerate(points) if c >= 0.9 * produced)
     cpu_per_move = (cpu_points[high] - cpu_points[low]) / max(1.0, points[high][1] - points[low][1])
+    pg_per_move = (pg_points[high] - pg_points[low]) / max(1.0, points[high][1] - points[low][1])
     load = os.getloadavg()[0]
     applied = metric_sum(url, "arbiter_clock_moves_total", outcome="applied")
     states = metric_sum(url, "arbiter_events_published_total", topic=events.CLOCK_STATE.name)
@@ -247,18 +307,11 @@ async def throughput(stack: SystemStack, redis: aioredis.Redis, prefix: str, gam
     print(f"  applied {applied:,.0f} of {produced:,}; ClockState published {states:,.0f}")
     print(f"  service CPU {cpu_per_move * 1e6:.1f} us per move (one process, one core at most: "
           f"{1 / cpu_per_move:,.0f} moves/s per core); machine load average {load:.1f} on {os.cpu_count()} cores")
+    if postgres:
+        print(f"  PostgreSQL CPU {pg_per_move * 1e6:.1f} us per move (its own server, all processes)")
     print(f"  ratio to raw aiokafka consume: {rate / (produced / raw_s):.2f} "
           f"(to consume + decode: {rate / (produced / raw_decode_s):.2f})")
-    finished = []
-    for game_id in ids:
-        done = ev.GameFinished(game_id=game_id, white_id=f"{game_id}-w", black_id=f"{game_id}-b",
-                               result=common.GAME_RESULT_DRAW)
-        done.finished_at.FromDatetime(datetime.now(UTC))
-        finished.append(done)
-    producer = Producer(bootstrap)
-    await producer.start()
-    await producer.send(events.GAME_FINISHED.name, finished)
-    await producer.stop()
+    await finish_all(bootstrap, ids)
     # The flag part counts its own clocks from the deadline set: these games must have left it.
     await wait_for(lambda: _live_at_most(redis, prefix, 0), 120, "games finished")
 
@@ -287,20 +340,25 @@ async def _live_at_most(redis: aioredis.Redis, prefix: str, count: int) -> bool:
     return int(await redis.zcard(f"{prefix}:deadlines")) <= count
 
 
+async def tail(bootstrap: str, topic: str) -> AIOKafkaConsumer:
+    """A started consumer of every partition of `topic`, from its end now."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=5)
+    await consumer.start()
+    await consumer.topics()
+    partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or {0})]
+    consumer.assign(partitions)
+    await consumer.seek_to_end(*partitions)
+    for partition in partitions:
+        await consumer.position(partition)
+    return consumer
+
+
 async def flag_latency(stack: SystemStack, redis: aioredis.Redis, prefix: str, clocks: int, window: float,
                        lead: float) -> None:
     """`clocks` live clocks flagging over `window` s, starting `lead` s from now."""
     bootstrap = stack.kafka_bootstrap
     url = stack.services["clock"].metrics_url
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=5)
-    await consumer.start()
-    await consumer.topics()
-    partitions = [TopicPartition(events.CLOCK_FLAGGED.name, p)
-                  for p in sorted(consumer.partitions_for_topic(events.CLOCK_FLAGGED.name) or {0})]
-    consumer.assign(partitions)
-    await consumer.seek_to_end(*partitions)
-    for partition in partitions:
-        await consumer.position(partition)
+    consumer = await tail(bootstrap, events.CLOCK_FLAGGED.name)
     arrivals: dict[str, float] = {}
 
     async def read() -> None:
@@ -368,6 +426,91 @@ async def flag_latency(stack: SystemStack, redis: aioredis.Redis, prefix: str, c
     if p99 is not None:
         print(f"service histogram, deadline -> flag saved (bucket bounds): p50 <= {p50 * 1000:.1f} ms, "
               f"p99 <= {p99 * 1000:.1f} ms")
+
+
+async def paced_moves(stack: SystemStack, redis: aioredis.Redis, prefix: str, games: int, rate: float,
+                      seconds: float) -> None:
+    """Moves produced at `rate` per second to `games` running games; move -> ClockState latency at a consumer."""
+    bootstrap = stack.kafka_bootstrap
+    service = stack.services["clock"]
+    tag = uuid.uuid4().hex[:6]
+    ids = [f"latency-{tag}-{n}" for n in range(games)]
+    now = datetime.now(UTC)
+    opened = started_now(ids, now)
+    producer = Producer(bootstrap)
+    await producer.start()
+    baseline = int(await redis.zcard(f"{prefix}:deadlines"))
+    await producer.send(events.GAME_STARTED.name, opened)
+    await wait_for(lambda: _live_at_least(redis, prefix, baseline + games), 120, "latency games started")
+    consumer = await tail(bootstrap, events.CLOCK_STATE.name)
+    sent: dict[tuple[str, int], float] = {}
+    arrivals: dict[tuple[str, int], float] = {}
+    prefix_bytes = f"latency-{tag}-".encode()
+
+    async def read() -> None:
+        while True:
+            batches = await consumer.getmany(timeout_ms=20)
+            at = time.perf_counter()
+            for records in batches.values():
+                for record in records:
+                    if record.key is None or not record.key.startswith(prefix_bytes):
+                        continue
+                    state = ev.ClockState.FromString(record.value)
+                    arrivals.setdefault((state.game_id, state.ply), at)
+
+    reader = asyncio.create_task(read())
+    cpu = psutil.Process(service.process.pid)  # type: ignore[union-attr]
+    postgres = postgres_processes(stack.database_url)
+    times = cpu.cpu_times()
+    cpu_before = times.user + times.system
+    pg_before = cpu_seconds(postgres)
+    tick = 0.02
+    per_tick = max(1, round(rate * tick))
+    plies = dict.fromkeys(ids, 0)
+    cursor = 0
+    began = time.perf_counter()
+    ticks = int(seconds / tick)
+    for n in range(ticks):
+        batch = []
+        for _ in range(per_tick):
+            game_id = ids[cursor % games]
+            cursor += 1
+            ply = plies[game_id] = plies[game_id] + 1
+            move = ev.MoveMade(game_id=game_id, player_id=f"{game_id}-{'w' if ply % 2 else 'b'}", ply=ply, move="x")
+            move.played_at.FromDatetime(datetime.now(UTC))
+            batch.append(move)
+        stamp = time.perf_counter()
+        for move in batch:
+            sent[(move.game_id, move.ply)] = stamp
+        await producer.send(events.MOVE_MADE.name, batch)
+        await asyncio.sleep(max(0.0, began + (n + 1) * tick - time.perf_counter()))
+    produce_s = time.perf_counter() - began
+    await producer.stop()
+    deadline = time.monotonic() + 60
+    while len(arrivals) < len(sent) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    times = cpu.cpu_times()
+    used = times.user + times.system - cpu_before
+    pg_used = cpu_seconds(postgres) - pg_before
+    reader.cancel()
+    await asyncio.gather(reader, return_exceptions=True)
+    await consumer.stop()
+    latencies = sorted((arrivals[key] - sent[key]) * 1000 for key in sent if key in arrivals)
+    load = os.getloadavg()[0]
+    if len(latencies) < 2:
+        print("move latency: no ClockState arrived")
+        return
+    q = statistics.quantiles(latencies, n=100)
+    print(f"move -> ClockState at a consumer ({len(latencies):,} of {len(sent):,} moves at "
+          f"{len(sent) / produce_s:,.0f}/s to {games:,} games for {produce_s:.0f} s): p50 {q[49]:.1f} ms, "
+          f"p90 {q[89]:.1f} ms, p99 {q[98]:.1f} ms, max {latencies[-1]:.1f} ms")
+    print(f"  service CPU {used / max(1, len(sent)) * 1e6:.1f} us per move ({used / produce_s * 100:.0f}% of a core); "
+          f"machine load average {load:.1f} on {os.cpu_count()} cores")
+    if postgres:
+        print(f"  PostgreSQL CPU {pg_used / max(1, len(sent)) * 1e6:.1f} us per move "
+              f"({pg_used / produce_s * 100:.0f}% of a core; its own server, idle work included)")
+    await finish_all(bootstrap, ids)
+    await wait_for(lambda: _live_at_most(redis, prefix, baseline), 120, "latency games finished")
 
 
 def lifecycle_events(game_ids: list[str], tournament: str) -> tuple[list, list, list]:  # type: ignore[type-arg]
@@ -463,7 +606,7 @@ async def lifecycle(stack: SystemStack, redis: aioredis.Redis, prefix: str, game
         spy.send_signal(signal.SIGINT)
         spy.wait(timeout=60)
     if os.environ.get("BENCH_DEBUG"):
-        print(list(zip(points, cpu_points)))
+        print(list(zip(points, cpu_points, strict=True)))
     rate = _rate_between(points, 0.1 * total, 0.9 * total) / 3
     low = next(i for i, (_, c) in enumerate(points) if c >= 0.1 * total)
     high = next(i for i, (_, c) in enumerate(points) if c >= 0.9 * total)
@@ -567,6 +710,8 @@ async def measure(stack: SystemStack, prefix: str, args: argparse.Namespace) -> 
             await lifecycle(stack, redis, prefix, args.lifecycle_games, args.profile)
             if args.lifecycle_rate > 0:
                 await paced_lifecycle(stack, redis, prefix, args.lifecycle_games, args.lifecycle_rate, args.profile)
+        if not args.skip_paced:
+            await paced_moves(stack, redis, prefix, args.paced_games, args.paced_rate, args.paced_seconds)
         if not args.skip_flags:
             await flag_latency(stack, redis, prefix, args.clocks, args.window, args.lead)
     finally:
@@ -586,6 +731,10 @@ def main() -> None:
     parser.add_argument("--lifecycle-games", type=int, default=20_000)
     parser.add_argument("--lifecycle-rate", type=float, default=1_000.0,
                         help="games/s of the paced life-cycle part (0: skip it)")
+    parser.add_argument("--paced-games", type=int, default=2_000)
+    parser.add_argument("--paced-rate", type=float, default=2_000.0, help="moves/s of the move-latency part")
+    parser.add_argument("--paced-seconds", type=float, default=20.0)
+    parser.add_argument("--skip-paced", action="store_true")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-lifecycle", action="store_true")
     parser.add_argument("--profile", default="", metavar="FILE",

@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from arbiter.devstack.infra import scratch_database
-from arbiter.devstack.stack import SERVICE_NAMES, SystemStack
-from arbiter.simulator.bench import infrastructure_cpu_seconds, process_cpu_seconds
+from arbiter_tools.devstack.infra import scratch_database
+from arbiter_tools.devstack.stack import SERVICE_NAMES, SystemStack
+from arbiter_tools.simulator.bench.host import infrastructure_cpu_seconds, process_cpu_seconds
 
 
 def idle_cpu_percent(fetch_wait_ms: int, settle: float, seconds: float) -> dict[str, float]:

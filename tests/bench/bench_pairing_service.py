@@ -11,7 +11,12 @@ Prints figures, asserts nothing (DESIGN: bench scripts never assert timings). On
    the figure of that round is from the broker's acknowledgement of its last result to the
    arrival of the last GameRequested of the next round (what a player waits between rounds);
 4. after `--rounds` transitions per tournament it stops, and prints p50/p90/p99/max over every
-   transition, per round, and the service's own pairing time (decision to commit).
+   transition, per round, and the service's own pairing time (decision to commit);
+5. from the first result published to the last request, the CPU time each process of the stack
+   took (the services, the engine's worker processes, tansu, redis-server, the database's
+   backends, this script) and how long the pairing service waited for a core (its threads' run
+   queue wait, /proc/PID/task/*/schedstat): on a machine other work loads, what the same waves
+   need of an idle one. The load average is printed beside the figures.
 
 All N tournaments end their rounds within moments of each other, so each transition pairs N
 rounds at once: the figure is the worst case of a synchronised field, not one tournament alone.
@@ -35,18 +40,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import asyncpg
 import grpc
+import psutil
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.contracts import tournament_pb2_grpc
-from arbiter.devstack.infra import scratch_database
-from arbiter.devstack.stack import SystemStack
 from arbiter.kit import events
 from arbiter.kit.events import stamp_meta, timestamp
+from arbiter.kit.kafka import partition_for_key
 from arbiter.kit.timesource import TimeSource
+from arbiter_tools.devstack.infra import scratch_database
+from arbiter_tools.devstack.stack import SystemStack
 
 SERVICES = ("openings", "rating", "pairing")
 RESULTS = (cm.GAME_RESULT_WHITE_WINS, cm.GAME_RESULT_DRAW, cm.GAME_RESULT_BLACK_WINS)
@@ -64,6 +72,91 @@ class Round:
     answered: bool = False
 
 
+@dataclass(frozen=True)
+class CpuReading:
+    """CPU seconds and run-queue seconds of each process, by pid, with the group it counts in."""
+
+    cpu: dict[int, float]
+    waited: dict[int, float]
+    group: dict[int, str]
+    # The main thread's alone: a service's event loop.
+    loop_waited: dict[int, float]
+
+
+def _run_queue_seconds(pid: int, *, main_thread_only: bool = False) -> float:
+    """Seconds the threads of `pid` (or its main thread) waited for a core (the second field of schedstat)."""
+    total = 0
+    try:
+        for task in [str(pid)] if main_thread_only else os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/schedstat") as stats:
+                total += int(stats.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        pass
+    return total / 1e9
+
+
+def _group_of(process: psutil.Process) -> str:
+    """Which part of the stack a child process of this script is."""
+    command = " ".join(process.cmdline())
+    for name in SERVICES:
+        if f"services.{name}.main" in command:
+            return name
+    if "multiprocessing" in command:
+        return "pairing engine workers"
+    name = process.name()
+    return "tansu" if name.startswith("tansu") else name
+
+
+async def read_cpu(database_url: str) -> CpuReading:
+    """The CPU time so far of this script, its children (services, workers, broker, redis) and the database backends."""
+    groups: dict[int, str] = {os.getpid(): "this script"}
+    for child in psutil.Process().children(recursive=True):
+        try:
+            groups[child.pid] = _group_of(child)
+        except psutil.Error:
+            continue
+    connection = await asyncpg.connect(database_url)
+    try:
+        backends = await connection.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    finally:
+        await connection.close()
+    groups.update({row["pid"]: "postgresql" for row in backends})
+    cpu: dict[int, float] = {}
+    for pid in groups:
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            continue
+        cpu[pid] = times.user + times.system
+    return CpuReading(cpu, {pid: _run_queue_seconds(pid) for pid in cpu}, groups,
+                      {pid: _run_queue_seconds(pid, main_thread_only=True) for pid in cpu})
+
+
+def print_cpu(before: CpuReading, after: CpuReading, waves: int, tournaments: int, pairing_pid: int) -> None:
+    """CPU seconds per wave by group, their sum over the machine's cores, and the pairing service's wait for a core."""
+    per_group: dict[str, float] = defaultdict(float)
+    for pid, seconds in after.cpu.items():
+        per_group[after.group[pid]] += seconds - before.cpu.get(pid, 0.0)
+    total = sum(per_group.values())
+    cores = os.cpu_count() or 1
+    print(f"CPU per wave           ({waves} waves, each the rounds of {tournaments} tournaments ending together;"
+          f" CPU seconds from the first result published to the last request, divided by {waves})")
+    print("  " + ", ".join(f"{group} {seconds / waves:.2f}" for group, seconds in
+                           sorted(per_group.items(), key=lambda item: -item[1])))
+    print(f"  all {total / waves:.2f} s of CPU: {total / waves / cores:.2f} s of this machine's {cores} cores")
+    pairing = [pid for pid, group in after.group.items() if group in ("pairing", "pairing engine workers")]
+    waited = sum(after.waited.get(pid, 0.0) - before.waited.get(pid, 0.0) for pid in pairing)
+    loop = after.loop_waited.get(pairing_pid, 0.0) - before.loop_waited.get(pairing_pid, 0.0)
+    print(f"  waits for a core (run queue) per wave: the pairing service's event loop {loop / waves:.2f} s; its"
+          f" threads and engine workers together {waited / waves:.2f} s (thread-seconds)")
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages."""
+    return "load average " + ", ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
 class PlaySite:
     """Reads the tournaments' requests and answers whole rounds at once, timing each transition."""
 
@@ -76,6 +169,8 @@ class PlaySite:
         self.completed: set[str] = set()
         self.producer: AIOKafkaProducer | None = None
         self.done = asyncio.Event()
+        # Set when the first results are about to be published: the CPU reading starts there.
+        self.answering = asyncio.Event()
         self._answering: set[asyncio.Task[None]] = set()
 
     async def run(self, ready: asyncio.Event) -> None:
@@ -133,34 +228,57 @@ class PlaySite:
             if self.completed >= self.tournaments:
                 self.done.set()
             return
+        self.answering.set()
         task = asyncio.create_task(self._answer(current))
         self._answering.add(task)
         task.add_done_callback(self._answering.discard)
 
     async def _answer(self, current: Round) -> None:
         """Open every game of the round, then publish every result; note the last acknowledgement."""
-        assert self.producer is not None
+        started_at = timestamp(datetime.now(UTC))
         started = []
         for request in current.requests:
             event = ev.GameStarted(game_id=request.game_id, white_id=request.white_id, black_id=request.black_id,
                                    competition=request.competition, variant=request.variant)
-            stamp_meta(event, "bench-playsite", datetime.now(UTC))
-            started.append(await self.producer.send(events.GAME_STARTED.name, event.SerializeToString(),
-                                                    key=request.game_id.encode()))
-        await asyncio.gather(*started)
+            stamp_meta(event, "bench-playsite", started_at)
+            started.append((request.game_id.encode(), event.SerializeToString()))
+        await self._publish(events.GAME_STARTED.name, started)
+        finished_at = timestamp(datetime.now(UTC))
         finished = []
         for request in current.requests:
-            event = ev.GameFinished(
+            result = ev.GameFinished(
                 game_id=request.game_id, competition=request.competition, variant=request.variant,
                 speed=request.speed, white_id=request.white_id, black_id=request.black_id,
                 result=self.rng.choice(RESULTS), termination=cm.TERMINATION_RESIGNATION, white_sat=True,
                 black_sat=True, rated=request.rated, plies=60,
             )
-            stamp_meta(event, "bench-playsite", datetime.now(UTC))
-            finished.append(await self.producer.send(events.GAME_FINISHED.name, event.SerializeToString(),
-                                                     key=request.game_id.encode()))
-        await asyncio.gather(*finished)
+            stamp_meta(result, "bench-playsite", finished_at)
+            finished.append((request.game_id.encode(), result.SerializeToString()))
+        await self._publish(events.GAME_FINISHED.name, finished)
         current.results_acked_at = time.perf_counter()
+
+    async def _publish(self, topic: str, records: list[tuple[bytes, bytes]]) -> None:
+        """Publish (key, value) records, each to its key's partition, and wait until the broker acknowledged all.
+
+        One batch per partition: a play site's round costs the measuring script a fraction of a
+        `send` per record (partitioner, future and accumulator each time), and the script shares
+        the cores with the stack it measures.
+        """
+        assert self.producer is not None
+        partitions = sorted(await self.producer.partitions_for(topic))
+        by_partition: dict[int, list[tuple[bytes, bytes]]] = defaultdict(list)
+        for key, value in records:
+            by_partition[partition_for_key(key, partitions)].append((key, value))
+        acknowledged = []
+        for partition, items in by_partition.items():
+            batch = self.producer.create_batch()
+            for key, value in items:
+                if batch.append(key=key, value=value, timestamp=None) is None:
+                    acknowledged.append(await self.producer.send_batch(batch, topic, partition=partition))
+                    batch = self.producer.create_batch()
+                    batch.append(key=key, value=value, timestamp=None)
+            acknowledged.append(await self.producer.send_batch(batch, topic, partition=partition))
+        await asyncio.gather(*acknowledged)
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -193,11 +311,11 @@ async def run(args: argparse.Namespace, stack: SystemStack) -> None:
     # T-4: never sooner than 5 minutes of competition time after creation.
     starts_at = clock.now() + max(timedelta(minutes=5, seconds=30),
                                   timedelta(seconds=args.join_budget * stack.time_scale))
-    settings = dict(
-        variant="italian", capacity=args.entrants, duration_minutes=24 * 60, rated=False,
-        time_control=cm.TimeControl(fischer=cm.FischerControl(base_seconds=180, increment_seconds=2)),
-        opening_mode=cm.OPENING_MODE_TABLE_UP_TO_2, starts_at=timestamp(starts_at),
-    )
+    settings = {
+        "variant": "italian", "capacity": args.entrants, "duration_minutes": 24 * 60, "rated": False,
+        "time_control": cm.TimeControl(fischer=cm.FischerControl(base_seconds=180, increment_seconds=2)),
+        "opening_mode": cm.OPENING_MODE_TABLE_UP_TO_2, "starts_at": timestamp(starts_at),
+    }
     run_id = uuid.uuid4().hex[:6]
     limit = asyncio.Semaphore(64)
     join_started = time.perf_counter()
@@ -228,10 +346,17 @@ async def run(args: argparse.Namespace, stack: SystemStack) -> None:
     left = (starts_at - clock.now()).total_seconds() / stack.time_scale
     if left < 0:
         print(f"                       the joins outlasted --join-budget by {-left:.1f} s; some started early")
+    cpu_before: CpuReading | None = None
+    load_before = ""
     try:
+        await asyncio.wait_for(site.answering.wait(), args.timeout)
+        cpu_before, load_before = await read_cpu(stack.database_url), load_average()
         await asyncio.wait_for(site.done.wait(), args.timeout)
     except TimeoutError:
-        print(f"incomplete             not every tournament reached round {args.rounds + 1} within {args.timeout:.0f} s")
+        print(
+            f"incomplete             not every tournament reached round {args.rounds + 1} within {args.timeout:.0f} s"
+        )
+    cpu_after, load_after = await read_cpu(stack.database_url), load_average()
     site.done.set()
     await site_task
     await channel.close()
@@ -265,8 +390,15 @@ async def run(args: argparse.Namespace, stack: SystemStack) -> None:
     print(f"  (first GameRequested of the next round: p50 {quantile(firsts, 0.5):.2f} s, "
           f"p99 {quantile(firsts, 0.99):.2f} s)")
     for number, values in sorted(by_round.items()):
-        print(f"  round {number} -> {number + 1}: p50 {quantile(values, 0.5):7.2f} s   p99 {quantile(values, 0.99):7.2f} s"
-              f"   ({len(values)} tournaments)")
+        print(
+            f"  round {number} -> {number + 1}: p50 {quantile(values, 0.5):7.2f} s"
+            f"   p99 {quantile(values, 0.99):7.2f} s"
+            f"   ({len(values)} tournaments)"
+        )
+    print(f"machine load           at the first result: {load_before}; at the last request: {load_after}")
+    if cpu_before is not None:
+        process = stack.services["pairing"].process
+        print_cpu(cpu_before, cpu_after, args.rounds, args.tournaments, process.pid if process is not None else 0)
     if count:
         print(f"service pairing time   {count:.0f} rounds paired, mean {total / count:.2f} s from decision to commit"
               f" (arbiter_pairing_seconds; opening draw, engine, save)")

@@ -6,7 +6,10 @@ One run:
 1. on DATABASE_URL's server (else the machine's PostgreSQL) makes a fresh database with the
    rating schema, one schema per variant below;
 2. `--rounds` rounds in which each of `--players` players plays one rated game, `--batch` games
-   per call, two orders: "in order" (each batch finishes after the one before) and "whole round"
+   per call, three ways: "in order" (each batch finishes after the one before), "in order at the
+   boundary" (the same, but each batch passes the consumer's boundary first as the service's
+   consumer passes it: the records decoded, checked by the field rules and handed over by
+   `arbiter.kit.poison.ConsumerGuard`), and "whole round"
    (the round's games finish within `--spread` seconds and arrive shuffled, as a round finishing
    at once arrives from several partitions: most batches hold games earlier than the last one
    rated); with `--full-read`, the whole round again as the handler did before it asked
@@ -32,17 +35,22 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from aiokafka.structs import ConsumerRecord
+
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
-from arbiter.devstack.infra import scratch_database
 from arbiter.kit.db import create_pool, migrate, migrations_in
+from arbiter.kit.events import GAME_FINISHED
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox
+from arbiter.kit.poison import ConsumerGuard, StoredSetAside
 from arbiter.kit.timesource import TimeSource
-from arbiter.simulator.bench import process_cpu_seconds
-from services.rating import consumer
-from services.rating.consumer import GameFinishedHandler, RatingMetrics
+from arbiter_tools.devstack.infra import scratch_database
+from arbiter_tools.simulator.bench.host import process_cpu_seconds
+from services.rating import handlers
+from services.rating.handlers import GameFinishedHandler
 from services.rating.main import MIGRATIONS
+from services.rating.metrics import RatingMetrics
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 RESULTS = (cm.GAME_RESULT_WHITE_WINS, cm.GAME_RESULT_DRAW, cm.GAME_RESULT_BLACK_WINS)
@@ -79,10 +87,11 @@ def round_events(tag: str, players: list[str], number: int, spread: float, rng: 
 class Variant:
     """One way of delivering the rounds, on a schema of its own, and what its batches took."""
 
-    def __init__(self, name: str, shuffled: bool, full_read: bool) -> None:
+    def __init__(self, name: str, shuffled: bool, full_read: bool, boundary: bool = False) -> None:
         self.name = name
         self.shuffled = shuffled
         self.full_read = full_read
+        self.boundary = boundary
         self.schema = f"bench_rating_{name.replace(' ', '_')}"
         self.walls: list[float] = []
         self.cpus: list[float] = []
@@ -92,17 +101,24 @@ class Variant:
         """Migrate the schema and make the handler, on one connection whose backend is measured."""
         self.pool = await create_pool(url, self.schema, max_size=1, min_size=1)
         await migrate(self.pool, self.schema, migrations_in(MIGRATIONS, self.schema))
-        self.handler = GameFinishedHandler(self.pool, Outbox("rating", TimeSource()),
-                                           RatingMetrics(Metrics(self.schema)), TimeSource())
+        metrics = Metrics(self.schema)
+        self.handler = GameFinishedHandler(self.pool, Outbox("rating", TimeSource()), RatingMetrics.create(metrics),
+                                           TimeSource())
+        self.guard = ConsumerGuard("bench", metrics, StoredSetAside(self.pool, metrics), [GAME_FINISHED], 5, 0.5)
         self.backend = await self.pool.fetchval("SELECT pg_backend_pid()")
 
     async def rate(self, batch: list[ev.GameFinished], counted: bool) -> None:
         """One handler call, timed when `counted`."""
         undo = always_read_later_games() if self.full_read else None
+        records = [as_record(offset, event) for offset, event in enumerate(batch)] if self.boundary else []
         try:
             backend_before, cpu_before = backend_cpu_seconds(self.backend), time.process_time()
             began = time.perf_counter()
-            await self.handler(batch)
+            if self.boundary:
+                for topic, accepted in (await self.guard.intake(records)).items():
+                    await self.guard.run(topic, self.handler, accepted)
+            else:
+                await self.handler(batch)
             wall, cpu = time.perf_counter() - began, time.process_time() - cpu_before
             backend_after = backend_cpu_seconds(self.backend)
         finally:
@@ -122,20 +138,29 @@ class Variant:
         wall = statistics.median(self.walls) * 1000
         # Clock ticks (10 ms) are too coarse for a median of one batch: the mean.
         backend = f"{statistics.fmean(self.backend_cpus) * 1000:5.1f} ms" if self.backend_cpus else "n/a"
-        return (f"  {self.name:23s} wall {wall:6.1f} ms, handler CPU {statistics.median(self.cpus) * 1000:6.1f} ms,"
+        return (f"  {self.name:24s} wall {wall:6.1f} ms, handler CPU {statistics.median(self.cpus) * 1000:6.1f} ms,"
                 f" PostgreSQL CPU {backend} per batch; {wall / batch * 1000:5.1f} µs per game;"
                 f" games re-rated {revised}")
 
 
+def as_record(offset: int, event: ev.GameFinished) -> ConsumerRecord:
+    """The record the broker would deliver for `event`."""
+    value = event.SerializeToString()
+    return ConsumerRecord(topic=GAME_FINISHED.name, partition=0, offset=offset, timestamp=0, timestamp_type=0,
+                          key=event.game_id.encode(), value=value, checksum=None,
+                          serialized_key_size=len(event.game_id), serialized_value_size=len(value), headers=[])
+
+
 def always_read_later_games() -> Callable[[], None]:
     """Make the handler read every later game of a late batch, as before `may_change_stored`; return the undo."""
-    kept = consumer.may_change_stored
-    consumer.may_change_stored = lambda *_args: True
-    return lambda: setattr(consumer, "may_change_stored", kept)
+    kept = handlers.may_change_stored
+    handlers.may_change_stored = lambda *_args: True
+    return lambda: setattr(handlers, "may_change_stored", kept)
 
 
 async def run(url: str, args: argparse.Namespace) -> None:
-    variants = [Variant("in order", False, False), Variant("whole round", True, False)]
+    variants = [Variant("in order", False, False), Variant("in order at the boundary", False, False, boundary=True),
+                Variant("whole round", True, False)]
     if args.full_read:
         variants.append(Variant("whole round full read", True, True))
     try:

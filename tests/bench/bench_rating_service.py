@@ -12,7 +12,7 @@ Prints figures, asserts nothing (DESIGN: bench scripts never assert timings). On
    rating.updated (two per rated game, plus re-publications after late-game replays);
 4. raw consume: a bare aiokafka consumer reading and decoding the same N records, the
    ceiling the broker sets on this machine.
-Target (issue 8): >= 2,000 rated games/s end to end.
+Target: >= 2,000 rated games/s end to end.
 
     .venv/bin/python tests/bench/bench_rating_service.py [--games 20000] [--players 5000]
 """
@@ -35,10 +35,10 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
-from arbiter.devstack.infra import scratch_database
-from arbiter.devstack.stack import SystemStack
 from arbiter.kit import events
 from arbiter.kit.kafka import ensure_topics
+from arbiter_tools.devstack.infra import scratch_database
+from arbiter_tools.devstack.stack import SystemStack
 from services.rating.settings import RatingSettings
 
 POOLS = (("international", cm.SPEED_BLITZ), ("international", cm.SPEED_RAPID),

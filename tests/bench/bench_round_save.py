@@ -5,7 +5,7 @@ Prints figures, asserts nothing (DESIGN: bench scripts never assert timings). On
    schema twice: as migrated ("without key", migration 003) and with the games' foreign key to
    tournaments put back ("with key", as before 003);
 2. in each, `--tournaments` running round robins of 16, then `--rounds` rounds of each saved by
-   `store.save_rounds`, `--per-save` tournaments per statement as the director saves the rounds
+   `store.save_rounds`, `--per-save` tournaments per statement as the pairing service saves the rounds
    that end together, each in a transaction holding their row locks; the two schemas take turns
    save by save, so a drift of the machine falls on both alike;
 3. prints per schema the mean and median time of one save and the time per game.
@@ -25,8 +25,8 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from arbiter.competition.tournament_flow import PlannedGame
-from arbiter.devstack.infra import scratch_database
 from arbiter.kit.db import create_pool, migrate, migrations_in
+from arbiter_tools.devstack.infra import scratch_database
 from services.pairing import store
 from services.pairing.main import MIGRATIONS
 

@@ -1,14 +1,21 @@
-"""Issue 10, faults: a seeded scenario played while services are killed, events redelivered,
-the broker paused, Redis flushed and PostgreSQL stormed; the invariants hold after each.
+"""Faults: a seeded scenario played while services are killed (every one of the five at least
+once, whatever the seed), a thousand watchers hold Watch streams and poison records land on every
+consumed topic; events redelivered; the broker paused, then killed and started again empty; Redis
+flushed, then killed and started again empty; PostgreSQL stormed, then restarted (a cluster of the
+test's own, stopped as by a crash); the invariants hold after each, and every competition ends on
+time (a tournament by T-15's closes_at, an arena by its ends_at once its last games are over:
+`late_competitions`).
 
 Run with `make chaos`. Knobs (environment): CHAOS_SEED (default 7), CHAOS_SCALE ("small", the
-default: an 8-entrant Swiss, a 5-entrant round robin and an 8-player arena; "full": the issue's
+default: an 8-entrant Swiss, a 5-entrant round robin and an 8-player arena; "full": the larger
 64-entrant Swiss, 12-entrant round robin, 300-player arena and a Triple Block game, which takes
 far longer and more memory), CHAOS_KILL_EVERY ("3,6": seconds between kills, uniform),
 CHAOS_KILL_TIME_SCALE (default 30), CHAOS_BROKER_PAUSE (seconds of SIGSTOP, default 30; shorten
-it for a quick run), CHAOS_STORM_CONNECTIONS (default 300), CHAOS_RESULTS (the figures' JSON file,
+it for a quick run), CHAOS_STORM_CONNECTIONS (default 300), CHAOS_WATCHERS (Watch streams held
+during the kill test and the infrastructure test, default 1000), CHAOS_RESULTS (the figures' JSON file,
 default .arbiter/chaos-results.json). The figures (faults injected by kind, events redelivered
-in order and out of order, differences found) are printed at the end and written there.
+in order and out of order, poison records, watchers served, refused and broken, differences
+found) are printed at the end and written there.
 
 Each test runs the five services on a tansu, a redis-server and a PostgreSQL database of its
 own (the session's PostgreSQL server), so a paused broker or a flushed Redis hurts nobody else.
@@ -45,16 +52,19 @@ Then:
   pure rules' recomputation from its recorded games, no player in two games, no game requested
   twice.
 Every run also checks every outcome against the pure rules' recomputation from the games
-actually recorded on the topics (`check`). The broker/Redis/PostgreSQL test plays real moves
-(the clock flags, players drop), so it checks those invariants only.
+actually recorded on the topics (`check`). The broker/Redis/PostgreSQL tests play real moves
+(the clock flags, players drop), so they check those invariants only. Poison: every consumer
+group must set aside each poison record of its topics (`chaos.set_aside_differences`); the
+set-aside tables are left out of every "nothing changed" comparison.
 
 Delivered twice. The undisturbed system is then stopped and snapshotted (every table), every
 service restarts in consumer groups that committed nothing (every event delivered again, in
 order, as an offset rewind would; see `chaos.redeliver_in_order`), then every record of every
 consumed topic is published again, same key, value and headers, in a seeded
 random order (a replaying proxy: a GameRequested after its GameFinished, a GameStarted after
-the next round was paired; the seeded run plays no moves). After each, once every group
-caught up: no table changed and no service published an event with a new id.
+the next round was paired; the seeded run plays no moves), then poison on every consumed topic.
+After each, once every group caught up: no table changed (but the set-aside ones) and no service
+published an event with a new id.
 """
 
 from __future__ import annotations
@@ -71,17 +81,24 @@ import grpc
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from arbiter.contracts import arena_pb2, arena_pb2_grpc, common_pb2 as common
+from arbiter.contracts import arena_pb2, arena_pb2_grpc, tournament_pb2_grpc
+from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import tournament_pb2 as tp
-from arbiter.contracts import tournament_pb2_grpc
-from arbiter.devstack import chaos
-from arbiter.devstack.chaos import FaultCounts, KillDriver, Recorded
-from arbiter.devstack.stack import SystemStack
 from arbiter.kit.timesource import TimeSource
-from arbiter.simulator.behaviour import Behaviour, Profiles
-from arbiter.simulator.playsite import PlaySite, PlaySiteConfig
-from arbiter.simulator.scenario import (
-    Addresses, ArenaPlan, Population, Scenario, ScenarioRunner, TournamentPlan, TripleBlockPlan,
+from arbiter_tools import chaos
+from arbiter_tools.chaos import FaultCounts, KillDriver, Recorded, Watched, WatcherCrowd
+from arbiter_tools.devstack.stack import SystemStack
+from arbiter_tools.simulator.behaviour import Behaviour, Profiles
+from arbiter_tools.simulator.playsite.base import PlaySiteConfig
+from arbiter_tools.simulator.playsite.router import PlaySite
+from arbiter_tools.simulator.scenario import (
+    Addresses,
+    ArenaPlan,
+    Population,
+    Scenario,
+    ScenarioRunner,
+    TournamentPlan,
+    TripleBlockPlan,
 )
 
 SEED = int(os.environ.get("CHAOS_SEED", "7"))
@@ -89,6 +106,14 @@ SCALE = os.environ.get("CHAOS_SCALE", "small")
 KILL_EVERY = tuple(float(x) for x in os.environ.get("CHAOS_KILL_EVERY", "3,6").split(","))
 BROKER_PAUSE = float(os.environ.get("CHAOS_BROKER_PAUSE", "30"))
 STORM_CONNECTIONS = int(os.environ.get("CHAOS_STORM_CONNECTIONS", "300"))
+WATCHERS = int(os.environ.get("CHAOS_WATCHERS", "1000"))
+# Competition minutes a competition may end past its announced end and still be on time: a
+# tournament past T-15's deadline (closes_at), an arena past its end once its last games are over
+# (an arena game of the scenarios lasts at most 2 x 3 minutes plus increments); plus, in real
+# seconds, a killed service's restart on a loaded machine (its timers fire when it is back).
+TOURNAMENT_LATE_MINUTES = 5.0
+ARENA_LATE_MINUTES = 10.0
+RESTART_SECONDS = 20.0
 TIME_SCALE = 60.0
 KILL_TIME_SCALE = float(os.environ.get("CHAOS_KILL_TIME_SCALE", "30"))
 FULL = SCALE == "full"
@@ -161,16 +186,19 @@ class PatientRunner(ScenarioRunner):
     """The simulator's runner, its gRPC calls retried while a service restarts."""
 
     def _channel(self, address: str) -> grpc.aio.Channel:
+        # Round robin over the replicas the address names, as the kit's channels do (the scale-out run).
         channel = grpc.aio.insecure_channel(address, interceptors=[_RetryUnavailable()], options=[
             ("grpc.initial_reconnect_backoff_ms", 200), ("grpc.min_reconnect_backoff_ms", 200),
-            ("grpc.max_reconnect_backoff_ms", 1000)])
+            ("grpc.max_reconnect_backoff_ms", 1000),
+            ("grpc.service_config", '{"loadBalancingConfig": [{"round_robin": {}}]}')])
         self._channels.append(channel)
         return channel
 
 
 def _addresses(stack: SystemStack) -> Addresses:
-    return Addresses(pairing=stack.services["pairing"].grpc_address, arena=stack.services["arena"].grpc_address,
-                     clock=stack.services["clock"].grpc_address, rating=stack.services["rating"].grpc_address)
+    # Every replica of each service (one target each, arbiter_tools.devstack.replicas).
+    return Addresses(pairing=stack.grpc_target("pairing"), arena=stack.grpc_target("arena"),
+                     clock=stack.grpc_target("clock"), rating=stack.grpc_target("rating"))
 
 
 async def play(stack: SystemStack, seed: int = SEED, timeout: float = PLAY_TIMEOUT, during=None, *,
@@ -213,14 +241,15 @@ async def caught_up(stack: SystemStack, timeout: float = 180.0) -> None:
                            for name in SERVICES))
 
 
-async def check(stack: SystemStack, runner: PatientRunner) -> tuple[list[str], dict[str, Any]]:
-    """Every invariant of the issue, from the recorded events and the services' answers."""
+async def check(stack: SystemStack, runner: PatientRunner,
+                poison_tags: tuple[str, ...] = ()) -> tuple[list[str], dict[str, Any]]:
+    """Every invariant the suite checks, from the recorded events (but the poison) and the services' answers."""
     await asyncio.sleep(2)  # the last results reach the consumers
     try:
         await caught_up(stack)
     except TimeoutError as error:
         return [f"consumers did not catch up: {error}"], {}
-    recorded = await Recorded.read(stack.kafka_bootstrap)
+    recorded = await Recorded.read(stack.kafka_bootstrap, poison_tags)
     problems = chaos.game_differences(recorded)
     info: dict[str, Any] = {"games_requested": len({e.game_id for e in recorded.requested}),
                             "games_finished": len(recorded.first_finished()),
@@ -228,6 +257,9 @@ async def check(stack: SystemStack, runner: PatientRunner) -> tuple[list[str], d
     for part in runner.parts:
         if part.status != "finished":
             problems.append(f"{part.kind} {part.key} ended {part.status!r}")
+    late, lateness = await late_competitions(stack, runner)
+    problems += late
+    info["minutes_past_the_end"] = lateness
     for part in runner.parts:
         if part.kind != "tournament" or not part.competition_id:
             continue
@@ -269,6 +301,48 @@ async def check(stack: SystemStack, runner: PatientRunner) -> tuple[list[str], d
     return problems, info
 
 
+async def late_competitions(stack: SystemStack, runner: PatientRunner) -> tuple[list[str], dict[str, float]]:
+    """Competitions that finished late, and each one's competition minutes past its announced end.
+
+    A tournament: its finished_at against T-15's deadline (closes_at). An arena: when the runner saw
+    it finished (it polls every half second) against its ends_at. Either may be late by its
+    allowance and a service's restart (RESTART_SECONDS of real time).
+    """
+    restart_minutes = RESTART_SECONDS * stack.time_scale / 60
+    problems: list[str] = []
+    lateness: dict[str, float] = {}
+    async with grpc.aio.insecure_channel(stack.services["pairing"].grpc_address) as pairing, \
+            grpc.aio.insecure_channel(stack.services["arena"].grpc_address) as arena:
+        for part in runner.parts:
+            if part.status != "finished" or not part.competition_id:
+                continue
+            if part.kind == "tournament":
+                got = await tournament_pb2_grpc.TournamentServiceStub(pairing).GetTournament(
+                    tp.GetTournamentRequest(tournament_id=part.competition_id))
+                minutes = (got.finished_at.seconds - got.closes_at.seconds) / 60
+                allowed = TOURNAMENT_LATE_MINUTES + restart_minutes
+            elif part.kind == "arena":
+                got_arena = await arena_pb2_grpc.ArenaServiceStub(arena).GetArena(
+                    arena_pb2.GetArenaRequest(arena_id=part.competition_id))
+                seen = runner.time_source.timestamp() - (time.monotonic() - part.finished_real) * stack.time_scale
+                minutes = (seen - got_arena.ends_at.seconds) / 60
+                allowed = ARENA_LATE_MINUTES + restart_minutes
+            else:
+                continue
+            lateness[part.key] = round(minutes, 1)
+            if minutes > allowed:
+                problems.append(f"{part.kind} {part.key} finished {minutes:.1f} competition minutes past its end "
+                                f"(on time: at most {allowed:.0f})")
+    return problems, lateness
+
+
+def watched_competitions(stack: SystemStack, runner: PatientRunner) -> list[Watched]:
+    """Every tournament (pairing's WatchTournament) and arena (WatchArena) of the scenario."""
+    return [Watched(part.kind, stack.services["pairing" if part.kind == "tournament" else "arena"].grpc_address,
+                    part.competition_id)
+            for part in runner.parts if part.kind in ("tournament", "arena") and part.competition_id]
+
+
 # -- the outcome of a seeded run, and what must be identical ---------------------------------------
 
 
@@ -297,9 +371,9 @@ def _winner(event: Any) -> str:
             common.GAME_RESULT_DRAW: "draw"}.get(event.result, "both lose")
 
 
-async def outcome_of(stack: SystemStack, runner: PatientRunner) -> Outcome:
+async def outcome_of(stack: SystemStack, runner: PatientRunner, poison_tags: tuple[str, ...] = ()) -> Outcome:
     """The standings, pairings, results and ratings of every tournament of a finished run."""
-    recorded = await Recorded.read(stack.kafka_bootstrap)
+    recorded = await Recorded.read(stack.kafka_bootstrap, poison_tags)
     outcome = Outcome()
     requests = {e.game_id: e for e in recorded.requested}
     finished = recorded.first_finished()
@@ -381,9 +455,13 @@ def _rating_differences(key: str, reference: Outcome, disturbed: Outcome, tolera
         if a is None or b is None or want is None or a[:2] != b[:2] or a[5] != b[5]:
             problems.append(f"rating of {player} ({key}): {b}, undisturbed {a}")
             continue
-        if b[:2] != want[:2] or b[5] != want[5] or any(abs(x - y) > tolerance for x, y in zip(b[2:5], want[2:5])):
+        if (
+            b[:2] != want[:2]
+            or b[5] != want[5]
+            or any(abs(x - y) > tolerance for x, y in zip(b[2:5], want[2:5], strict=True))
+        ):
             problems.append(f"rating of {player} ({key}): {b}, the undisturbed games at this run's times give {want}")
-        disturbed.rating_deltas[player] = max(abs(x - y) for x, y in zip(a[2:4], b[2:4]))
+        disturbed.rating_deltas[player] = max(abs(x - y) for x, y in zip(a[2:4], b[2:4], strict=True))
     return problems
 
 
@@ -491,12 +569,18 @@ def _report(name: str, started: float, counts: FaultCounts, problems: list[str],
 
 
 def test_services_killed_every_few_seconds(own_system, undisturbed, chaos_figures) -> None:
-    """SIGKILL a random service every few seconds while the scenario plays: the invariants hold and the
-    tournaments end exactly as in the undisturbed run of the same seed."""
+    """SIGKILL a service every few seconds (each of the five at least once) while the scenario plays,
+    WATCHERS Watch streams are held on the competitions and poison records land on every consumed
+    topic: the invariants hold, every poison record is set aside, and the tournaments end exactly as
+    in the undisturbed run of the same seed."""
     started = time.monotonic()
     # 30x: the scenario lasts long enough (about 1.5 min) for a couple of dozen kills.
     stack = own_system(time_scale=KILL_TIME_SCALE)
     driver = KillDriver(stack, every=KILL_EVERY, seed=SEED, wait=False, serving_timeout=90)
+    counts = FaultCounts()
+    crowds: list[WatcherCrowd] = []
+    tag = f"chaos-poison-{SEED}"
+    published: dict[str, list[Any]] = {}
 
     async def kill_once_joined(runner: PatientRunner) -> None:
         # Not before everyone has joined: a CreateTournament retried through a 20 s restart at
@@ -505,15 +589,22 @@ def test_services_killed_every_few_seconds(own_system, undisturbed, chaos_figure
         # run's, by the caller's doing. The kills cover the start timers and the games.
         await everyone_joined(stack, runner)
         driver.start()
+        crowds.append(WatcherCrowd(watched_competitions(stack, runner), size=WATCHERS, seed=SEED).start())
+        published.update(await chaos.poison_every_consumed_topic(stack.kafka_bootstrap, tag, counts))
 
     try:
         runner = asyncio.run(play(stack, during=kill_once_joined))
     finally:
         driver.stop()
-    problems, info = asyncio.run(check(stack, runner))
+        for crowd in crowds:
+            crowd.stop(counts)
+    counts.add(driver.counts)
+    problems, info = asyncio.run(check(stack, runner, (tag,)))
+    problems += asyncio.run(chaos.set_aside_differences(stack.database_url, tag, published, stack.consumer_groups()))
     problems += [f"driver: {e}" for e in driver.errors]
+    problems += [f"never killed (every service is, in every run): {name}" for name in driver.unkilled]
     problems += [f"undisturbed run: {p}" for p in undisturbed.problems]
-    outcome = asyncio.run(outcome_of(stack, runner))
+    outcome = asyncio.run(outcome_of(stack, runner, (tag,)))
     compared = outcome_differences(undisturbed.outcome, outcome)
     problems += compared
     info["compared_with_undisturbed"] = {
@@ -526,9 +617,9 @@ def test_services_killed_every_few_seconds(own_system, undisturbed, chaos_figure
     info["kill_log"] = [line for _t, line in driver.log]
     info["seconds"] = round(time.monotonic() - started)
     info["undisturbed_seconds"] = round(undisturbed.seconds)
-    chaos_figures.record("kill", driver.counts, problems, **info)
-    _report("kill", started, driver.counts, problems, {k: v for k, v in info.items() if k != "kill_log"})
-    assert driver.counts.kills > 0
+    chaos_figures.record("kill", counts, problems, **info)
+    _report("kill", started, counts, problems, {k: v for k, v in info.items() if k != "kill_log"})
+    assert driver.counts.kills > 0 and counts.poison_records > 0 and counts.watch_streams_served > 0
     assert undisturbed.outcome.standings, "the undisturbed run finished no tournament"
     assert not problems, problems
 
@@ -568,7 +659,8 @@ def _within(seconds: float, what: str, coroutine: Any) -> Any:
 
 def test_every_event_delivered_again_changes_nothing(undisturbed, chaos_figures) -> None:
     """Every event delivered again, in order (consumer offsets rewound) and then out of order (every
-    record published again, shuffled): no table changes, no new event is published."""
+    record published again, shuffled, then poison on every consumed topic): no table changes but
+    the set-aside ones, no new event is published, every poison record is set aside."""
     started = time.monotonic()
     stack = undisturbed.stack
     counts = FaultCounts()
@@ -608,8 +700,17 @@ def test_every_event_delivered_again_changes_nothing(undisturbed, chaos_figures)
     stack.wait_serving(timeout=90, names=SERVICES)
     topics = chaos.consumed_topics()
     out_of_order = _within(180, "replaying", chaos.replay_shuffled(stack.kafka_bootstrap, topics, SEED, counts))
-    _step(started, f"out of order: {out_of_order} events published again, shuffled")
+    # Poison after the replay (a replay of it would be set aside again, at new offsets): it is set
+    # aside and changes nothing else, and its records are no event a service published.
+    tag = f"chaos-redelivery-poison-{SEED}"
+    published = _within(120, "publishing poison", chaos.poison_every_consumed_topic(stack.kafka_bootstrap, tag, counts))
+    ids_before.update((topic, record.event_id or repr(record.value[:64]))
+                      for topic, records in published.items() for record in records)
+    _step(started, f"out of order: {out_of_order} events published again, shuffled; "
+                   f"{sum(len(r) for r in published.values())} poison records")
     settle_and_compare("out of order")
+    problems += _within(60, "reading what was set aside", chaos.set_aside_differences(
+        stack.database_url, tag, published, stack.consumer_groups()))
 
     info.update(seconds=round(time.monotonic() - started), redelivered_in_order=in_order,
                 redelivered_out_of_order=out_of_order, replayed_topics=topics,
@@ -620,37 +721,96 @@ def test_every_event_delivered_again_changes_nothing(undisturbed, chaos_figures)
     assert not problems, problems
 
 
-def test_broker_paused_redis_flushed_postgres_stormed(own_system, chaos_figures) -> None:
-    """SIGSTOP the broker for CHAOS_BROKER_PAUSE s, FLUSHALL Redis, storm PostgreSQL: the scenario completes."""
+def _still_running(stack: SystemStack) -> list[str]:
+    return [f"service {name} exited with {service.process.returncode()} (did not recover)"
+            for name, service in stack.services.items() if service.process is not None and service.process.exited()]
+
+
+def test_broker_paused_redis_lost_postgres_restarted(own_system, chaos_figures) -> None:
+    """Poison on every consumed topic, WATCHERS watchers, Redis flushed, PostgreSQL stormed, Redis killed and
+    started again empty, PostgreSQL (a cluster of the system's own) stopped as by a crash and started
+    again, the broker SIGSTOPped for CHAOS_BROKER_PAUSE s: the scenario completes, on time."""
     started = time.monotonic()
-    stack = own_system(time_scale=TIME_SCALE)
+    stack = own_system(time_scale=TIME_SCALE, private_postgres=True)
+    infra = stack.chaos_infra  # type: ignore[attr-defined]
     counts = FaultCounts()
-    tansu = stack.chaos_infra["tansu"]  # type: ignore[attr-defined]
     timeline: list[str] = []
+    crowds: list[WatcherCrowd] = []
+    tag = f"chaos-infra-poison-{SEED}"
+    published: dict[str, list[Any]] = {}
 
     async def faults(runner: PatientRunner) -> None:
         t0 = time.monotonic()
+
+        def note(line: str) -> None:
+            timeline.append(f"{time.monotonic() - t0:.0f} s: {line}")
+
         await asyncio.sleep(8)  # the competitions are created and running
+        crowds.append(WatcherCrowd(watched_competitions(stack, runner), size=WATCHERS, seed=SEED).start())
+        published.update(await chaos.poison_every_consumed_topic(stack.kafka_bootstrap, tag, counts))
+        note(f"{WATCHERS} watchers; {counts.poison_records} poison records published")
         chaos.flush_redis(stack.redis_url, counts)
-        timeline.append(f"{time.monotonic() - t0:.0f} s: redis flushed")
+        note("redis flushed")
         await asyncio.sleep(3)
         opened, refused = await chaos.connection_storm(stack.database_url, STORM_CONNECTIONS, 4.0, counts)
-        timeline.append(f"{time.monotonic() - t0:.0f} s: storm of {opened} connections ({refused} refused)")
+        note(f"storm of {opened} connections ({refused} refused)")
         await asyncio.sleep(3)
+        await asyncio.to_thread(chaos.kill_redis, infra.redis, infra.redis_port, 2.0, counts)
+        note("redis killed, started again empty after 2 s")
+        await asyncio.sleep(5)
+        await asyncio.to_thread(chaos.restart_postgres, infra.postgres, 3.0, "immediate", counts)
+        note("postgres stopped (immediate) and started again after 3 s")
+        await asyncio.sleep(5)
 
         def pause() -> None:
-            with chaos.paused(tansu, counts):
+            with chaos.paused(infra.tansu, counts):
                 time.sleep(BROKER_PAUSE)
 
         await asyncio.to_thread(pause)
-        timeline.append(f"{time.monotonic() - t0:.0f} s: broker resumed after {BROKER_PAUSE:.0f} s")
+        note(f"broker resumed after {BROKER_PAUSE:.0f} s")
 
-    runner = asyncio.run(play(stack, timeout=300, during=faults, seeded=False))
-    problems, info = asyncio.run(check(stack, runner))
-    for name, service in stack.services.items():
-        if service.process is not None and service.process.exited():
-            problems.append(f"service {name} exited with {service.process.returncode()} (did not recover)")
+    try:
+        runner = asyncio.run(play(stack, timeout=300, during=faults, seeded=False))
+    finally:
+        for crowd in crowds:
+            crowd.stop(counts)
+    problems, info = asyncio.run(check(stack, runner, (tag,)))
+    problems += asyncio.run(chaos.set_aside_differences(stack.database_url, tag, published, stack.consumer_groups()))
+    problems += _still_running(stack)
     info.update(seconds=round(time.monotonic() - started), timeline=timeline)
     chaos_figures.record("broker-redis-postgres", counts, problems, **info)
     _report("broker-redis-postgres", started, counts, problems, info)
+    assert counts.redis_kills and counts.postgres_restarts and counts.pauses and counts.poison_records
+    assert not problems, problems
+
+
+def test_broker_killed_and_restarted(own_system, chaos_figures) -> None:
+    """The broker (tansu, memory storage) SIGKILLed once every competition is running, and started again
+    empty on the same port, the outboxes republished as `arbiter up` does: the services recover by
+    themselves, the play site publishes its own events again, and the scenario completes, on time."""
+    started = time.monotonic()
+    stack = own_system(time_scale=TIME_SCALE)
+    counts = FaultCounts()
+    timeline: list[str] = []
+
+    async def kill_the_broker(runner: PatientRunner) -> None:
+        t0 = time.monotonic()
+        await everyone_joined(stack, runner)
+        await asyncio.sleep(5)  # games under way
+        republished = await asyncio.to_thread(chaos.kill_broker, stack, 3.0, counts)
+        timeline.append(f"{time.monotonic() - t0:.0f} s: broker killed, started again empty after 3 s, "
+                        f"{republished} published events put back in the outboxes")
+
+    runner = asyncio.run(play(stack, timeout=300, during=kill_the_broker, seeded=False))
+    problems, info = asyncio.run(check(stack, runner))
+    problems += _still_running(stack)
+    site = runner.playsite.stats
+    if site.broker_losses != counts.broker_kills:
+        problems.append(f"the play site noticed {site.broker_losses} broker losses of {counts.broker_kills}")
+    info.update(seconds=round(time.monotonic() - started), timeline=timeline,
+                events_republished=counts.events_republished,
+                playsite={"broker_losses": site.broker_losses, "republished": site.republished})
+    chaos_figures.record("broker-killed", counts, problems, **info)
+    _report("broker-killed", started, counts, problems, info)
+    assert counts.broker_kills
     assert not problems, problems

@@ -25,7 +25,7 @@ def test_bench_runs_every_stage_and_writes_the_report_it_prints(tmp_path, databa
         # A faster competition clock shortens each stage's wait for its tournaments to start. At x240 the
         # 390 s lead (T-4) was 1.6 real seconds, and on a slow host (64 ns per loop step) every round robin
         # of the rates stage missed some of its 16 joins, so the stage had none: x120 leaves 3.3 s.
-        [sys.executable, "-m", "arbiter.cli.main", "bench", "--quick", "--rates", "150", "--stage-seconds", "3",
+        [sys.executable, "-m", "arbiter_tools.cli.main", "bench", "--quick", "--rates", "150", "--stage-seconds", "3",
          "--tournaments", "12", "--burst-tournaments", "6", "--firehose-rates", "300", "--time-scale", "120",
          "--result-every-ms", "30", "--burst-rounds", "2",
          "--state-dir", str(tmp_path / "state"), "--json-out", str(out), "--json"],

@@ -6,7 +6,7 @@ seconds (TB: exact times, never rounded to days). Timestamps are whatever epoch 
 uses, in the same unit.
 """
 
-from arbiter.clocks.common import ClockError, Side
+from arbiter.clocks.common import ClockError
 from arbiter.clocks.fischer import FischerClock, SideClock, boosted_time_control
 from arbiter.clocks.presence import RECONNECT_WINDOW_MS, disconnect_deadline
 from arbiter.clocks.speed import Speed, TimeControlError, estimated_duration_s, speed_of
@@ -28,11 +28,11 @@ from arbiter.clocks.tripleblock import (
     schedule_table,
 )
 from arbiter.clocks.verdict import (
+    VERDICT_REASONS,
     Clock,
-    Outcome,
     Presence,
-    Termination,
     Verdict,
+    VerdictKind,
     decide,
     disconnect_deadline_ms,
     effective_ms,
@@ -46,25 +46,24 @@ __all__ = [
     "GUARANTEED_TIME_S",
     "INCREMENT_MOVES",
     "RECONNECT_WINDOW_MS",
+    "VERDICT_REASONS",
     "Claim",
     "ClaimError",
     "ClaimKind",
     "Clock",
     "ClockError",
     "FischerClock",
-    "Outcome",
     "Presence",
     "RefuelError",
     "Schedule",
     "ScheduleError",
-    "Side",
     "SideClock",
     "Speed",
-    "Termination",
     "TimeControlError",
     "TripleBlockClock",
     "TripleBlockState",
     "Verdict",
+    "VerdictKind",
     "boosted_time_control",
     "decide",
     "disconnect_deadline",

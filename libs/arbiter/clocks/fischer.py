@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from arbiter.clocks.common import ClockError, Side
+from arbiter.clocks.common import ClockError
 from arbiter.clocks.speed import TimeControlError
+from arbiter.vocabulary import Side
 
 # AR-5: the base is halved only when it can stand it, and the halved base has a floor.
 BOOST_MIN_BASE_S = 60
 BOOST_FLOOR_S = 30
-# The sides as module names: reading a member through its enum class costs ~0.1 us, and the
-# move path compares sides several times per move.
+# The sides as module names: reading a member through its enum class is an extra lookup, and the
+# move path compares sides several times per move (tests/bench/bench_clock_service.py).
 _WHITE, _BLACK = Side.WHITE, Side.BLACK
 
 

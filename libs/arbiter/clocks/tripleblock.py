@@ -1,10 +1,10 @@
-"""The ICCF Triple Block correspondence clock (TB-1..TB-8), in exact whole seconds.
+"""The ICCF Triple Block correspondence clock (TB-1..TB-9), in exact whole seconds.
 
 Two layers:
 - `TripleBlockState`: one player's three blocks (clock, increment, bank) and the pure
   amount rules (TB-2 refuel after a move, TB-3 manual refuel, TB-6 Guaranteed Time).
 - `TripleBlockClock`: a game, both players plus timestamps: which clock runs, the ETL
-  deadline (TB-4) and claims and appeals (TB-7).
+  deadline (TB-4), claims and appeals (TB-7) and a team captain's refuel (TB-9).
 Plus the event schedule from a requested duration (TB-5).
 """
 
@@ -14,8 +14,9 @@ import enum
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
-from arbiter.clocks.common import ClockError, Side
+from arbiter.clocks.common import ClockError
 from arbiter.clocks.speed import TimeControlError
+from arbiter.vocabulary import Side
 
 DAY_S = 86_400
 # TB-1: the clock starts at 50 days and never shows more.
@@ -271,6 +272,19 @@ class TripleBlockClock:
             raise RefuelError(f"{side} can refuel only during their own turn (TB-3)")
         synced = self._synced(now_s)
         return synced._with_side(side, synced.side(side).manual_refuel(amount_s))
+
+    def captain_refuel(
+        self, side: Side, now_s: int, member_being_replaced: bool, amount_s: int | None = None
+    ) -> TripleBlockClock:
+        """TB-9: a team captain moves `side`'s bank time to its clock, only while that member is being replaced.
+
+        The member cannot refuel for themselves then, so the captain does it for them, under the
+        limits of a manual refuel (TB-1, TB-3): during the member's turn, never above 50 days,
+        and only while the clock still shows time.
+        """
+        if not member_being_replaced:
+            raise RefuelError(f"a captain refuels {side}'s clock only while that member is being replaced (TB-9)")
+        return self.manual_refuel(side, now_s, amount_s)
 
     def file_claim(self, side: Side, now_s: int) -> TripleBlockClock:
         """TB-7: the side to move files a claim, which stops their clock."""

@@ -10,26 +10,20 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Final
 
-from arbiter.clocks.common import Side
 from arbiter.clocks.fischer import FischerClock
 from arbiter.clocks.presence import disconnect_deadline
 from arbiter.clocks.tripleblock import TripleBlockClock
+from arbiter.vocabulary import Side, Termination
 
 # Either clock a game can play with.
 Clock = FischerClock | TripleBlockClock
+# The terminations a verdict gives: the clock's own endings (T-16, T-17, T-19, TB-4).
+VERDICT_REASONS: Final = (Termination.TIME, Termination.DISCONNECTION, Termination.NEVER_SAT, Termination.BOTH_ABSENT)
 
 
-class Termination(enum.IntEnum):
-    """Why the clock service ended a game; the values are those of arbiter.contracts.Termination."""
-
-    TIME = 5
-    DISCONNECTION = 6
-    NEVER_SAT = 7
-    BOTH_ABSENT = 9
-
-
-class Outcome(enum.StrEnum):
+class VerdictKind(enum.StrEnum):
     """What a verdict publishes: a loser (ClockFlagged) or nobody (GameAbandoned, T-19)."""
 
     FLAGGED = "flagged"
@@ -54,7 +48,7 @@ ABSENT = Presence()
 class Verdict:
     """The decision on a game (T-16, T-17, T-19, TB-4, R-3); `loser` is None when both were absent."""
 
-    outcome: Outcome
+    kind: VerdictKind
     loser: Side | None
     reason: Termination
     loser_never_sat: bool
@@ -190,10 +184,10 @@ def decide(clock: Clock, now_ms: int, white: Presence = ABSENT, black: Presence 
     # min() keeps the first of equal keys: white before black for two drops at the same instant.
     at_ms, disconnected, loser = min(due, key=lambda item: item[:2])
     if disconnected:
-        return Verdict(Outcome.FLAGGED, loser, Termination.DISCONNECTION, False, at_ms)
+        return Verdict(VerdictKind.FLAGGED, loser, Termination.DISCONNECTION, False, at_ms)
     if has_sat(clock, loser):
-        return Verdict(Outcome.FLAGGED, loser, Termination.TIME, False, at_ms)
+        return Verdict(VerdictKind.FLAGGED, loser, Termination.TIME, False, at_ms)
     opponent = loser.other
     if isinstance(clock, FischerClock) and not has_sat(clock, opponent) and not presence[opponent].seen:
-        return Verdict(Outcome.ABANDONED, None, Termination.BOTH_ABSENT, True, at_ms)
-    return Verdict(Outcome.FLAGGED, loser, Termination.NEVER_SAT, True, at_ms)
+        return Verdict(VerdictKind.ABANDONED, None, Termination.BOTH_ABSENT, True, at_ms)
+    return Verdict(VerdictKind.FLAGGED, loser, Termination.NEVER_SAT, True, at_ms)

@@ -1,7 +1,8 @@
-"""The arena's pure rules in one import: cooldowns, matching, scoring, leaderboard (SPEC AR-2..AR-6).
+"""The arena's pure rules in one import: cooldowns, matching, scoring, results, leaderboard (SPEC AR-1..AR-6).
 
-The rules live in `arena_matching` (AR-2, AR-3) and `arena_scoring`
-(AR-4, AR-5, AR-6); the arena service imports them from here.
+The rules live in `arena_matching` (AR-2, AR-3), `arena_scoring` (AR-4, AR-5, AR-6) and
+`arena_results` (a batch of results scored: AR-2..AR-5, and the boost a player takes); the arena
+service imports them from here.
 """
 
 from __future__ import annotations
@@ -11,13 +12,27 @@ from arbiter.competition.arena_matching import (
     DEFAULT_REACH,
     ArenaPairing,
     Cooldowns,
+    Meetings,
     WaitingPlayer,
     assign_colours,
-    cooldown_pairs,
+    cooldowns,
     match_waiting,
     may_meet_again,
+    meetings,
     next_allowed_meeting,
     rematch_cooldown,
+)
+from arbiter.competition.arena_results import (
+    ArenaSeat,
+    BoostableGame,
+    BoostRefusal,
+    BoostRefused,
+    FinishedGame,
+    ScoredResults,
+    boost_counts,
+    pairs_players,
+    score_results,
+    take_boost,
 )
 from arbiter.competition.arena_scoring import (
     BOOST_FACTOR,
@@ -32,9 +47,7 @@ from arbiter.competition.arena_scoring import (
     ArenaError,
     ArenaGame,
     ArenaPlayerRecord,
-    ArenaResult,
     LeaderboardRow,
-    Outcome,
     PlayerId,
     game_points,
     leaderboard_points_and_wins,
@@ -43,6 +56,7 @@ from arbiter.competition.arena_scoring import (
     recompute_leaderboard,
     recompute_records,
     score_game,
+    scored_records,
 )
 
 __all__ = [
@@ -61,23 +75,34 @@ __all__ = [
     "ArenaGame",
     "ArenaPairing",
     "ArenaPlayerRecord",
-    "ArenaResult",
+    "ArenaSeat",
+    "BoostRefusal",
+    "BoostRefused",
+    "BoostableGame",
+    "FinishedGame",
+    "ScoredResults",
     "Cooldowns",
     "LeaderboardRow",
-    "Outcome",
     "PlayerId",
     "WaitingPlayer",
     "assign_colours",
-    "cooldown_pairs",
+    "boost_counts",
+    "Meetings",
+    "cooldowns",
+    "meetings",
     "game_points",
     "leaderboard_points_and_wins",
     "leaderboard_score",
     "match_waiting",
     "may_meet_again",
     "next_allowed_meeting",
+    "pairs_players",
     "rank_records",
     "recompute_leaderboard",
     "recompute_records",
     "rematch_cooldown",
     "score_game",
+    "score_results",
+    "scored_records",
+    "take_boost",
 ]

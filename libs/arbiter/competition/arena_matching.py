@@ -61,7 +61,7 @@ from datetime import datetime, timedelta
 from typing import Final, TypeAlias
 
 from arbiter.competition.arena_scoring import ArenaError, ArenaGame, PlayerId
-from arbiter.competition.types import Side
+from arbiter.vocabulary import Side
 
 # AR-3: the k-th meeting of a pair blocks it for 5*k minutes, no ceiling.
 COOLDOWN_STEP: Final = timedelta(minutes=5)
@@ -81,20 +81,20 @@ WAIT_WEIGHT: Final = 10
 WAIT_CAP_SECONDS: Final = 300
 
 # How many places apart two partners may be in pass 1. The programme keeps
-# up to 2**reach states per player where cooldowns cut the band; 4 pairs
-# 5,000 players in ~35 ms, and a wider reach lowers the total cost by less
-# than 1% (see the benchmark).
+# up to 2**reach states per player where cooldowns cut the band; a wider
+# reach costs time and barely lowers the total cost
+# (tests/bench/bench_arena_matching.py; figures in docs/performance.md).
 DEFAULT_REACH: Final = 4
 # Where nobody among a player's next NEAR_REACH is in cooldown with them, only those are
-# partners for pass 1 (a farther partner there lowers the total cost by < 0.1%, see the benchmark).
+# partners for pass 1 (a farther partner there barely lowers the total cost: bench_arena_matching.py).
 NEAR_REACH: Final = 2
-# Up to this many players the reach covers the whole list: exact, <= ~10 ms.
+# Up to this many players the reach covers the whole list: exact, and still quick.
 EXACT_UP_TO: Final = 16
 MAX_REACH: Final = 24
 _LEFTOVER_PASSES: Final = 3
 # Up to this many players the repairs end with Edmonds' augmenting paths:
-# as many games as the cooldowns allow, always (~30 ms for 200 players each
-# in cooldown with nearly all the others, the worst case).
+# as many games as the cooldowns allow, always (bench_arena_matching.py times
+# the worst case: every player in cooldown with nearly all the others).
 MAXIMUM_UP_TO: Final = 200
 # Bounds on the cheap repairs, so that a pathological input (thousands of
 # players all in cooldown with each other) cannot make a call slow.
@@ -131,18 +131,37 @@ def may_meet_again(games_played_together: int, last_game_ended_at: datetime | No
     return now >= next_allowed_meeting(games_played_together, last_game_ended_at)
 
 
-def cooldown_pairs(games: Iterable[ArenaGame], now: datetime) -> frozenset[frozenset[PlayerId]]:
-    """The pairs still inside their AR-3 cooldown at `now`, rebuilt from the recorded games."""
+@dataclass(frozen=True, slots=True)
+class Meetings:
+    """How often a pair met in this arena, and when their last game ended (AR-3)."""
+
+    count: int
+    last_ended_at: datetime
+
+    @property
+    def next_allowed(self) -> datetime:
+        """The first moment the pair may meet again: 5*k minutes after the last of k games (AR-3)."""
+        return next_allowed_meeting(self.count, self.last_ended_at)
+
+
+def meetings(games: Iterable[ArenaGame]) -> dict[frozenset[PlayerId], Meetings]:
+    """Every pair's meetings in the recorded games (AR-3), whatever the colours and the order given."""
     # Every recorded game counts as a meeting, also one a player never sat:
     # both were paired and the pairing is what the cooldown spaces out.
-    met: dict[frozenset[PlayerId], tuple[int, datetime]] = {}
+    met: dict[frozenset[PlayerId], Meetings] = {}
     for game in games:
         if game.ended_at is None:
             raise ArenaError(f"arena game {game.white} vs {game.black} has no end time; AR-3 needs one")
         pair = frozenset(game.players())
-        count, last = met.get(pair, (0, game.ended_at))
-        met[pair] = (count + 1, max(last, game.ended_at))
-    return frozenset(pair for pair, (count, last) in met.items() if not may_meet_again(count, last, now))
+        before = met.get(pair)
+        met[pair] = (Meetings(1, game.ended_at) if before is None
+                     else Meetings(before.count + 1, max(before.last_ended_at, game.ended_at)))
+    return met
+
+
+def cooldowns(games: Iterable[ArenaGame], now: datetime) -> dict[frozenset[PlayerId], datetime]:
+    """The pairs still inside their AR-3 cooldown at `now`, each with the moment it ends."""
+    return {pair: meeting.next_allowed for pair, meeting in meetings(games).items() if meeting.next_allowed > now}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -414,7 +433,7 @@ def _greedy_sweep(
         if best is not None:
             taken[a] = taken[best[1]] = True
             pairs.append((left[a], left[best[1]]))
-    return pairs, [player for player, done in zip(left, taken) if not done]
+    return pairs, [player for player, done in zip(left, taken, strict=True) if not done]
 
 
 def _augment_three(
@@ -425,7 +444,7 @@ def _augment_three(
     pair_cost: Callable[[int, int], int],
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """One more pair per path u, v-w, t (u and t left over): v-w becomes u-v and w-t."""
-    mate = {a: b for a, b in pairs} | {b: a for a, b in pairs}
+    mate = dict(pairs) | {b: a for a, b in pairs}
     free = list(left)
     progress = True
     while progress and len(free) >= 2:

@@ -14,13 +14,12 @@ the rating skips it (R-3), which is not this module's business.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Final
 
-from arbiter.competition.types import Side
+from arbiter.vocabulary import GameResult, Score, Side
 
 PlayerId = str
 
@@ -49,42 +48,15 @@ class ArenaError(ValueError):
     """An input that breaks an arena rule or this module's bounds."""
 
 
-class Outcome(StrEnum):
-    """One player's result in one arena game."""
-
-    WIN = "win"
-    DRAW = "draw"
-    # Also a game the player never sat (lost on time without moving).
-    LOSS = "loss"
-
-
-class ArenaResult(StrEnum):
-    """The result of a finished arena game, written as on a score sheet."""
-
-    WHITE_WON = "1-0"
-    BLACK_WON = "0-1"
-    DRAW = "1/2-1/2"
-    # Both lost: only if the service records a game neither side sat (T-19's
-    # 0-0 carried over); a live game normally flags the side to move instead.
-    BOTH_LOST = "0-0"
-
-    def outcome_for(self, side: Side) -> Outcome:
-        """The outcome of this result for the player of `side`."""
-        if self is ArenaResult.DRAW:
-            return Outcome.DRAW
-        if self is ArenaResult.BOTH_LOST:
-            return Outcome.LOSS
-        won = Side.WHITE if self is ArenaResult.WHITE_WON else Side.BLACK
-        return Outcome.WIN if side is won else Outcome.LOSS
-
-
 @dataclass(frozen=True, slots=True)
 class ArenaGame:
     """A finished arena game as recorded; `ended_at` is needed only for cooldowns (AR-3)."""
 
     white: PlayerId
     black: PlayerId
-    result: ArenaResult
+    # A 0-0 (BOTH_LOSE) only if the service records a game neither side sat (T-19's 0-0 carried
+    # over); a live game normally flags the side to move instead.
+    result: GameResult
     white_boosted: bool = False
     black_boosted: bool = False
     ended_at: datetime | None = None
@@ -118,30 +90,32 @@ class ArenaPlayerRecord:
         return self.streak >= STREAK_AFTER_WINS
 
 
-def game_points(outcome: Outcome, streak_before: int, boosted: bool = False) -> int:
+def game_points(score: Score, streak_before: int, boosted: bool = False) -> int:
     """Points for one game given the consecutive wins before it (AR-4) and the boost (AR-5)."""
     if streak_before < 0:
         raise ArenaError(f"a streak counts wins and cannot be negative, got {streak_before}")
-    if outcome is Outcome.WIN:
+    if score is Score.WIN:
         points = STREAK_WIN_POINTS if streak_before >= STREAK_AFTER_WINS else WIN_POINTS
         # AR-5: the boost doubles a win, and only a win.
         return points * BOOST_FACTOR if boosted else points
     # AR-5: a boosted draw is still 1 and a boosted loss still 0.
-    return DRAW_POINTS if outcome is Outcome.DRAW else LOSS_POINTS
+    return DRAW_POINTS if score is Score.DRAW else LOSS_POINTS
 
 
 def score_game(
-    record: ArenaPlayerRecord, outcome: Outcome, boosted: bool = False
+    record: ArenaPlayerRecord, score: Score, boosted: bool = False
 ) -> tuple[int, ArenaPlayerRecord]:
     """The points this game earns and the player's record after it (AR-4, AR-5)."""
-    points = game_points(outcome, record.streak, boosted)
-    if outcome is Outcome.WIN:
-        after = replace(record, points=record.points + points, wins=record.wins + 1, streak=record.streak + 1)
-    elif outcome is Outcome.DRAW:
+    points = game_points(score, record.streak, boosted)
+    # The constructor rather than dataclasses.replace: this runs for both players of every result.
+    if score is Score.WIN:
+        after = ArenaPlayerRecord(record.points + points, record.wins + 1, record.draws, record.losses,
+                                  record.streak + 1)
+    elif score is Score.DRAW:
         # AR-4: a draw ends the streak.
-        after = replace(record, points=record.points + points, draws=record.draws + 1, streak=0)
+        after = ArenaPlayerRecord(record.points + points, record.wins, record.draws + 1, record.losses, 0)
     else:
-        after = replace(record, losses=record.losses + 1, streak=0)
+        after = ArenaPlayerRecord(record.points, record.wins, record.draws, record.losses + 1, 0)
     return points, after
 
 
@@ -179,25 +153,37 @@ class LeaderboardRow:
     streak: int
 
 
-def recompute_records(
-    games: Iterable[ArenaGame], players: Iterable[PlayerId] = ()
+def scored_records(
+    games: Iterable[ArenaGame], records: Mapping[PlayerId, ArenaPlayerRecord]
 ) -> dict[PlayerId, ArenaPlayerRecord]:
-    """Every player's record from the games in the order they finished (AR-4, AR-5)."""
-    # Entrants who joined but never finished a game still appear, with zeros.
-    records: dict[PlayerId, ArenaPlayerRecord] = {player: ArenaPlayerRecord() for player in players}
+    """`records` after `games`, scored one after the other in the order given (AR-4, AR-5).
+
+    A player without a record starts blank; one without a game keeps theirs.
+    """
+    after = dict(records)
     blank = ArenaPlayerRecord()
     for game in games:
         for side, player, boosted in (
             (Side.WHITE, game.white, game.white_boosted),
             (Side.BLACK, game.black, game.black_boosted),
         ):
-            outcome = game.result.outcome_for(side)
-            _, records[player] = score_game(records.get(player, blank), outcome, boosted)
-    return records
+            _, after[player] = score_game(after.get(player, blank), game.result.score_of(side), boosted)
+    return after
+
+
+def recompute_records(
+    games: Iterable[ArenaGame], players: Iterable[PlayerId] = ()
+) -> dict[PlayerId, ArenaPlayerRecord]:
+    """Every player's record from the games in the order they finished (AR-4, AR-5)."""
+    # Entrants who joined but never finished a game still appear, with zeros.
+    return scored_records(games, {player: ArenaPlayerRecord() for player in players})
 
 
 def rank_records(records: dict[PlayerId, ArenaPlayerRecord]) -> list[LeaderboardRow]:
-    """Leaderboard rows, best first: points, then wins (AR-6), ties share a rank."""
+    """Leaderboard rows, best first: points, then wins (AR-6), ties share a rank.
+
+    This is AR-6's specification: the ranks the arena service reads from Redis are tested against it.
+    """
     # Rows of a full tie are listed by player id only so that the output is
     # deterministic; their rank is shared ("1, 2, 2, 4"), so a live board that
     # lists ties in another order (Redis lists equal scores by member) agrees
@@ -206,10 +192,8 @@ def rank_records(records: dict[PlayerId, ArenaPlayerRecord]) -> list[Leaderboard
     ordered = sorted(records.items(), key=lambda item: (-item[1].points, -item[1].wins, item[0]))
     rows: list[LeaderboardRow] = []
     for position, (player, record) in enumerate(ordered, start=1):
-        if rows and (rows[-1].points, rows[-1].wins) == (record.points, record.wins):
-            rank = rows[-1].rank
-        else:
-            rank = position
+        tied = bool(rows) and (rows[-1].points, rows[-1].wins) == (record.points, record.wins)
+        rank = rows[-1].rank if tied else position
         rows.append(LeaderboardRow(rank, player, record.points, record.wins, record.games, record.streak))
     return rows
 

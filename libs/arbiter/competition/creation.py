@@ -1,4 +1,7 @@
-"""What a creator may open, and the settings it actually gets (A-1..A-3, T-1, T-3..T-5, R-2, R-4, AR-1)."""
+"""The settings a competition is created with (A-3, T-1, T-3..T-5, R-2, R-4, AR-1).
+
+Who may create at all (A-1, A-2) is `arbiter.competition.access`, asked before these.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +17,8 @@ from arbiter.competition.formats import (
     FormatError,
     validate_threshold,
 )
-from arbiter.competition.types import MAX_OPENING_LEVEL, PARI_LEVEL, AccountKind, OpeningMode
 from arbiter.openings.fairness import max_opening_level
+from arbiter.openings.modes import MAX_OPENING_LEVEL, PARI_LEVEL, OpeningMode
 from arbiter.openings.tables import OFFICIAL_OPENINGS, OpeningError, has_table, variant_name
 from arbiter.rating.rated import MAX_LEVEL_WITHOUT_HOME_AND_AWAY, competition_is_rated
 
@@ -44,7 +47,6 @@ MIN_RATING_FLOOR: Final = 1000
 MIN_RATING_CEILING: Final = 2000
 MIN_RATING_STEP: Final = 100
 # AR-1
-NAME_MAX_LENGTH: Final = 80
 ARENA_MIN_DURATION: Final = timedelta(minutes=10)
 ARENA_MAX_DURATION: Final = timedelta(hours=8)
 # O-8 without a variant: italian reaches 4N and english 3 (the barred ballots); both go beyond class 2.
@@ -59,9 +61,6 @@ class CreationError(ValueError):
 class TournamentRequest:
     """What the creator asks for; times must be timezone-aware."""
 
-    creator_kind: AccountKind
-    # A-2: whether a tournament or arena this creator opened is neither finished nor cancelled.
-    creator_has_live_competition: bool
     created_at: datetime
     starts_at: datetime
     # T-15: the announced duration, from the start.
@@ -122,8 +121,6 @@ class TournamentSettings:
 class ArenaRequest:
     """What an arena creator asks for; `starts_at` None means at once (AR-1)."""
 
-    creator_kind: AccountKind
-    creator_has_live_competition: bool
     created_at: datetime
     duration: timedelta
     starts_at: datetime | None = None
@@ -187,16 +184,6 @@ def opening_level_ceiling(
     return limit if limit is not None else _LOWEST_TABLE_CEILING
 
 
-def competition_name(name: str, what: str) -> str:
-    """The name people see, trimmed; refused when empty or longer than NAME_MAX_LENGTH (`what`: "an arena")."""
-    cleaned = name.strip()
-    if not cleaned:
-        raise CreationError(f"{what} needs a name")
-    if len(cleaned) > NAME_MAX_LENGTH:
-        raise CreationError(f"the name has {len(cleaned)} characters; at most {NAME_MAX_LENGTH}")
-    return cleaned
-
-
 def competition_variant(variant: str) -> str:
     """The engine's name of the competition's variant; refused when missing or unknown."""
     if not variant:
@@ -206,7 +193,6 @@ def competition_variant(variant: str) -> str:
 
 def validate_tournament_settings(request: TournamentRequest) -> TournamentSettings:
     """Check a tournament request and return its effective settings, or raise CreationError."""
-    _check_creator(request.creator_kind, request.creator_has_live_competition)
     _check_times(request.created_at, request.starts_at)
     reasons: list[str] = [
         # A-3: creating needs no permission and does not enter the creator.
@@ -316,8 +302,7 @@ def validate_tournament_settings(request: TournamentRequest) -> TournamentSettin
 
 
 def validate_arena_settings(request: ArenaRequest) -> ArenaSettings:
-    """Check an arena request (A-1, A-2, AR-1) and return its schedule, or raise CreationError."""
-    _check_creator(request.creator_kind, request.creator_has_live_competition)
+    """Check an arena request (AR-1) and return its schedule, or raise CreationError."""
     if not ARENA_MIN_DURATION <= request.duration <= ARENA_MAX_DURATION:
         raise CreationError(
             f"an arena lasts 10 minutes to 8 hours, not {_human(request.duration)} (AR-1)"
@@ -338,19 +323,6 @@ def validate_arena_settings(request: ArenaRequest) -> ArenaSettings:
         duration=request.duration,
         starts_at_once=at_once,
     )
-
-
-def _check_creator(kind: AccountKind, has_live_competition: bool) -> None:
-    """A-1 and A-2."""
-    if kind is not AccountKind.REGISTERED:
-        raise CreationError(
-            f"a {kind} account cannot create competitions; only registered accounts can (A-1)"
-        )
-    if has_live_competition:
-        raise CreationError(
-            "you already have a tournament or arena that is neither finished nor cancelled; "
-            "one live competition per creator (A-2)"
-        )
 
 
 def _check_times(created_at: datetime, starts_at: datetime) -> None:

@@ -20,16 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from arbiter.competition.types import ResultKind, Side
-from arbiter.rating import rated as rating_rules
+from arbiter.rating.rated import is_game_rated
+from arbiter.vocabulary import ResultKind, Side
 
 __all__ = [
+    "BYE_POINTS_PER_GAME",
     "DRAW_POINTS",
     "LOSS_POINTS",
-    "ResultKind",
     "GameScore",
     "ScoringError",
-    "Side",
     "WIN_POINTS",
     "bye_points",
     "is_valid_score",
@@ -41,7 +40,7 @@ WIN_POINTS: Final = 2
 DRAW_POINTS: Final = 1
 LOSS_POINTS: Final = 0
 # T-8: a bye is worth one game won, or two when every pairing plays two (T-12).
-_BYE_POINTS_PER_GAME: Final = WIN_POINTS
+BYE_POINTS_PER_GAME: Final = WIN_POINTS
 
 # Kinds in which nobody wins, and the points each side then gets.
 _NO_WINNER_POINTS: Final = {
@@ -50,14 +49,6 @@ _NO_WINNER_POINTS: Final = {
 }
 # Kinds that need a winner: the present player wins (T-16, T-18).
 _WINNER_REQUIRED: Final = frozenset({ResultKind.NEVER_SAT, ResultKind.BUSY_FORFEIT})
-# How the rating rules see each kind; NEVER_SAT is a played game in which one side never sat (R-3).
-_RATING_KIND: Final = {
-    ResultKind.NORMAL: rating_rules.ResultKind.PLAYED,
-    ResultKind.NEVER_SAT: rating_rules.ResultKind.PLAYED,
-    ResultKind.BUSY_FORFEIT: rating_rules.ResultKind.BUSY_FORFEIT,
-    ResultKind.BOTH_ABSENT: rating_rules.ResultKind.BOTH_ABSENT,
-    ResultKind.CLOSED_DRAW: rating_rules.ResultKind.PLAYED,
-}
 
 
 class ScoringError(ValueError):
@@ -105,9 +96,7 @@ def score_game(
     else:
         white_points, black_points = LOSS_POINTS, WIN_POINTS
     # R-1, R-3, T-18, T-19: one rule for every service, kept in arbiter.rating.rated.
-    rated, _ = rating_rules.is_game_rated(
-        tournament_rated, _RATING_KIND[kind], both_sat and kind is not ResultKind.NEVER_SAT, is_bye=False
-    )
+    rated, _ = is_game_rated(tournament_rated, kind, both_sat, is_bye=False)
     return GameScore(kind, winner, white_points, black_points, rated)
 
 
@@ -125,4 +114,4 @@ def bye_points(games_per_pairing: int = 1) -> int:
     """Points of a bye: 2, or 4 when rounds are double (T-8, T-12)."""
     if games_per_pairing not in (1, 2):
         raise ScoringError(f"games per pairing is 1 or 2 (T-12), not {games_per_pairing}")
-    return _BYE_POINTS_PER_GAME * games_per_pairing
+    return BYE_POINTS_PER_GAME * games_per_pairing

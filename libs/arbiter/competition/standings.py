@@ -13,15 +13,13 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Final
 
-from arbiter.competition.scoring import GameScore, bye_points, is_valid_score
-from arbiter.competition.types import Format, ResultKind
+from arbiter.competition.records import Bye, Entrant, PlayedGame
+from arbiter.competition.scoring import bye_points, is_valid_score
+from arbiter.competition.types import Format
 
 __all__ = [
     "ROUND_ROBIN_ORDER",
     "SWISS_ORDER",
-    "Bye",
-    "Entrant",
-    "GameRecord",
     "StandingRow",
     "StandingsError",
     "TieBreak",
@@ -95,41 +93,6 @@ _ASCENDING: Final = frozenset({TieBreak.BERGER_NUMBER, TieBreak.INITIAL_RANK})
 
 
 @dataclass(frozen=True, slots=True)
-class Entrant:
-    """An entrant as standings need it: Berger number (round robin, T-14) and initial rank (Swiss, T-13)."""
-
-    id: str
-    initial_rank: int | None = None
-    berger_number: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class GameRecord:
-    """One finished round game; a home-and-away pairing gives two records in the same round (T-12)."""
-
-    round: int
-    white: str
-    black: str
-    white_points: int
-    black_points: int
-    kind: ResultKind = ResultKind.NORMAL
-
-    @classmethod
-    def scored(cls, round: int, white: str, black: str, score: GameScore) -> GameRecord:
-        """The record of a game scored by `arbiter.competition.scoring.score_game`."""
-        return cls(round, white, black, score.white_points, score.black_points, score.kind)
-
-
-@dataclass(frozen=True, slots=True)
-class Bye:
-    """A round an entrant rested: 2 points, or 4 in double rounds (T-8, T-12)."""
-
-    round: int
-    entrant: str
-    points: int = bye_points(1)
-
-
-@dataclass(frozen=True, slots=True)
 class StandingRow:
     """One line of the standings."""
 
@@ -173,15 +136,15 @@ def buchholz_cut1(opponent_points: Iterable[int]) -> int:
 def compute_standings(
     fmt: Format,
     entrants: Sequence[Entrant],
-    games: Iterable[GameRecord],
-    byes: Iterable[Bye] = (),
+    games: Iterable[PlayedGame[str]],
+    byes: Iterable[Bye[str]] = (),
 ) -> tuple[StandingRow, ...]:
     """Rank every entrant by points and the tie-breaks of T-21 (Swiss) or T-22 (round robin)."""
     games = tuple(games)
     byes = tuple(byes)
     _validate(fmt, entrants, games, byes)
 
-    points: dict[str, int] = {e.id: 0 for e in entrants}
+    points: dict[str, int] = {e.player: 0 for e in entrants}
     wins: dict[str, int] = dict.fromkeys(points, 0)
     played: dict[str, int] = dict.fromkeys(points, 0)
     for game in games:
@@ -200,7 +163,7 @@ def compute_standings(
 
     # T-21 (1): one opponent per round; both games of a home-and-away pairing meet the same
     # opponent once (T-12), so BH counts that opponent once. The bye is not an opponent.
-    opponents: dict[str, dict[int, str]] = {e.id: {} for e in entrants}
+    opponents: dict[str, dict[int, str]] = {e.player: {} for e in entrants}
     for game in games:
         opponents[game.white][game.round] = game.black
         opponents[game.black][game.round] = game.white
@@ -229,13 +192,13 @@ def compute_standings(
     provisional = [
         StandingRow(
             rank=0,
-            entrant=e.id,
-            points=points[e.id],
-            buchholz=buchholz[e.id] if fmt is Format.SWISS else None,
-            sonneborn_berger=sonneborn[e.id],
-            wins=wins[e.id],
-            games=played[e.id],
-            head_to_head=head_to_head[e.id] if head_to_head is not None else None,
+            entrant=e.player,
+            points=points[e.player],
+            buchholz=buchholz[e.player] if fmt is Format.SWISS else None,
+            sonneborn_berger=sonneborn[e.player],
+            wins=wins[e.player],
+            games=played[e.player],
+            head_to_head=head_to_head[e.player] if head_to_head is not None else None,
             berger_number=e.berger_number,
             initial_rank=e.initial_rank,
             tie_break_used=None,
@@ -293,7 +256,7 @@ def _sort_value(row: StandingRow, criterion: TieBreak) -> float:
     return value if criterion in _ASCENDING else -value
 
 
-def _head_to_head(points: dict[str, int], games: Sequence[GameRecord]) -> dict[str, int]:
+def _head_to_head(points: dict[str, int], games: Sequence[PlayedGame[str]]) -> dict[str, int]:
     """T-22 (2): each entrant's points in games against exactly the entrants tied with them on points."""
     # The mini-table is taken among everyone on the same points, as the SPEC words it, not
     # only among those still tied after wins: it is applied only between entrants equal on
@@ -307,10 +270,10 @@ def _head_to_head(points: dict[str, int], games: Sequence[GameRecord]) -> dict[s
 
 
 def _validate(
-    fmt: Format, entrants: Sequence[Entrant], games: Sequence[GameRecord], byes: Sequence[Bye]
+    fmt: Format, entrants: Sequence[Entrant], games: Sequence[PlayedGame[str]], byes: Sequence[Bye[str]]
 ) -> None:
     """Refuse input that no tournament can produce, naming what is wrong."""
-    ids = [e.id for e in entrants]
+    ids = [e.player for e in entrants]
     if len(set(ids)) != len(ids):
         raise StandingsError("an entrant appears twice in the entrant list")
     if fmt is Format.SWISS:
@@ -360,7 +323,7 @@ def _validate(
 def _check_unique_numbers(entrants: Sequence[Entrant], attribute: str, what: str) -> None:
     """Every entrant needs a distinct value of the format's last tie-break."""
     values = [getattr(e, attribute) for e in entrants]
-    missing = [e.id for e, v in zip(entrants, values, strict=True) if v is None]
+    missing = [e.player for e, v in zip(entrants, values, strict=True) if v is None]
     if missing:
         raise StandingsError(f"{', '.join(missing)}: no {what}")
     if len(set(values)) != len(values):

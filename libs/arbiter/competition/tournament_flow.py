@@ -23,34 +23,36 @@ from typing import Final
 
 from arbiter.competition.berger import berger_round, draw_berger_numbers
 from arbiter.competition.formats import RoundPlan, plan_rounds
+from arbiter.competition.records import Bye, Entrant, PlayedGame
 from arbiter.competition.scoring import GameScore, bye_points, score_game
-from arbiter.competition.standings import Bye, Entrant, GameRecord, StandingRow, compute_standings
-from arbiter.competition.swiss import pair_swiss_round
-from arbiter.competition.swiss_model import PairingError, SwissBye, SwissEntrant, SwissGame, initial_order
-from arbiter.competition.types import Format, ResultKind, Side
+from arbiter.competition.standings import StandingRow, compute_standings
+from arbiter.competition.swiss import pair_swiss_round, tournament_to_trf
+from arbiter.competition.swiss_model import PairingError, initial_order
+from arbiter.competition.types import Format
+from arbiter.vocabulary import GameResult, ResultKind, Side, Termination
 
 __all__ = [
     "CLOSING_GRACE",
-    "Ending",
+    "Closing",
     "FlowError",
     "NextStep",
+    "OpenGame",
     "PairingError",
     "PlannedGame",
-    "PlayedGame",
     "RoundDraw",
     "ScoredResult",
-    "Seat",
     "StartDecision",
-    "Verdict",
     "berger_numbers",
     "busy_forfeit",
     "check_live_time_control",
+    "close_tournament",
     "closing_deadline",
     "closing_draw",
     "decide_start",
     "final_standings",
     "game_id",
     "initial_ranks",
+    "may_close",
     "meets_minimum_rating",
     "next_step",
     "pair_round",
@@ -58,6 +60,7 @@ __all__ = [
     "result_of_finish",
     "result_of_flag",
     "round_bye_points",
+    "swiss_trf",
 ]
 
 # T-15: games still running when the announced duration ends get 10 more minutes.
@@ -127,11 +130,10 @@ def decide_start(
 
 def initial_ranks(ratings: Mapping[str, float]) -> dict[str, int]:
     """Initial rank 1..n of each entrant: rating descending, then name (T-13)."""
-    numbered = {player: index for index, player in enumerate(sorted(ratings), start=1)}
-    order = initial_order(
-        SwissEntrant(number=numbered[player], rating=rating, name=player) for player, rating in ratings.items()
-    )
-    return {entrant.name: rank for rank, entrant in enumerate(order, start=1)}
+    order = initial_order({
+        number: Entrant(player, rating=ratings[player]) for number, player in enumerate(sorted(ratings), start=1)
+    })
+    return {entrant.player: rank for rank, (_, entrant) in enumerate(order, start=1)}
 
 
 def berger_numbers(entrants: Sequence[str], seed: str) -> dict[str, int]:
@@ -142,29 +144,6 @@ def berger_numbers(entrants: Sequence[str], seed: str) -> dict[str, int]:
 # ---------------------------------------------------------------------------
 # Rounds
 # ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Seat:
-    """An entrant as the pairing needs them: id, Berger number (T-14), initial rank and rating (T-13)."""
-
-    player: str
-    berger_number: int
-    initial_rank: int
-    rating: float
-
-
-@dataclass(frozen=True, slots=True)
-class PlayedGame:
-    """A scored game of an earlier round; `leg` is 1 or 2 in home-and-away rounds (T-12)."""
-
-    round: int
-    white: str
-    black: str
-    white_points: int
-    black_points: int
-    kind: ResultKind = ResultKind.NORMAL
-    leg: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +165,7 @@ class RoundDraw:
     round: int
     pairs: tuple[tuple[str, str], ...]
     bye: str | None
-    # "berger", "py4swiss" or "fallback"; notes say which rule had to be relaxed and why.
+    # "berger" or the Swiss engine's name (swiss.ENGINE)
     engine: str
     notes: tuple[str, ...] = ()
 
@@ -216,9 +195,9 @@ def pairing_reads_history(fmt: Format) -> bool:
 
 def pair_round(
     fmt: Format,
-    seats: Sequence[Seat],
-    history: Sequence[PlayedGame],
-    byes: Sequence[Bye],
+    seats: Sequence[Entrant],
+    history: Sequence[PlayedGame[str]],
+    byes: Sequence[Bye[str]],
     round_number: int,
     total_rounds: int,
     games_per_pairing: int,
@@ -232,35 +211,65 @@ def pair_round(
         raise FlowError(f"round {round_number} is outside 1..{total_rounds} (T-9)")
     if fmt is Format.ROUND_ROBIN:
         return _berger_draw(seats, round_number)
-    by_rank = {seat.initial_rank: seat.player for seat in seats}
-    rank_of = {seat.player: seat.initial_rank for seat in seats}
-    entrants = [SwissEntrant(seat.initial_rank, seat.rating, seat.player) for seat in seats]
-    rounds: list[list[SwissGame | SwissBye]] = [[] for _ in range(round_number - 1)]
-    for game in history:
-        if game.round < round_number:
-            rounds[game.round - 1].append(
-                SwissGame(
-                    game.round, rank_of[game.white], rank_of[game.black], game.white_points, game.black_points,
-                    game.kind, game.leg,
-                )
-            )
-    for bye in byes:
-        if bye.round < round_number:
-            rounds[bye.round - 1].append(SwissBye(bye.round, rank_of[bye.entrant], bye.points))
+    by_rank = {_initial_rank(seat): seat.player for seat in seats}
+    entrants, rounds = _swiss_history(seats, history, byes, round_number - 1)
     pairing = pair_swiss_round(entrants, rounds, round_number, total_rounds, double=games_per_pairing == 2)
-    notes = pairing.notes + ((f"fallback pairing: {pairing.fallback_reason}",) if pairing.fallback_reason else ())
     return RoundDraw(
         round=round_number,
         pairs=tuple((by_rank[white], by_rank[black]) for white, black in pairing.pairs),
         bye=None if pairing.bye is None else by_rank[pairing.bye],
         engine=pairing.engine,
-        notes=notes,
     )
 
 
-def _berger_draw(seats: Sequence[Seat], round_number: int) -> RoundDraw:
+def swiss_trf(
+    seats: Sequence[Entrant],
+    history: Sequence[PlayedGame[str]],
+    byes: Sequence[Bye[str]],
+    rounds_done: int,
+    total_rounds: int,
+    games_per_pairing: int,
+    name: str,
+) -> str:
+    """A Swiss tournament's first `rounds_done` rounds as a TRF file (T-13), entrants named by player id.
+
+    It is the model the rounds were paired from: `arbiter pair --check` re-pairs every round to
+    the same pairing. PairingError when the history cannot come from our rules.
+    """
+    entrants, rounds = _swiss_history(seats, history, byes, rounds_done)
+    return tournament_to_trf(entrants, rounds, total_rounds, double=games_per_pairing == 2, name=name)
+
+
+def _swiss_history(
+    seats: Sequence[Entrant], history: Sequence[PlayedGame[str]], byes: Sequence[Bye[str]], rounds_done: int
+) -> tuple[dict[int, Entrant], list[list[PlayedGame[int] | Bye[int]]]]:
+    """The entrants numbered by initial rank (T-13) and their first `rounds_done` rounds, for the engine."""
+    rank_of = {seat.player: _initial_rank(seat) for seat in seats}
+    rounds: list[list[PlayedGame[int] | Bye[int]]] = [[] for _ in range(rounds_done)]
+    for game in history:
+        if game.round <= rounds_done:
+            rounds[game.round - 1].append(
+                PlayedGame(
+                    game.round, rank_of[game.white], rank_of[game.black], game.white_points, game.black_points,
+                    game.kind, game.leg,
+                )
+            )
+    for bye in byes:
+        if bye.round <= rounds_done:
+            rounds[bye.round - 1].append(Bye(bye.round, rank_of[bye.entrant], bye.points))
+    return {rank_of[seat.player]: seat for seat in seats}, rounds
+
+
+def _initial_rank(seat: Entrant) -> int:
+    """The entrant's initial rank; a Swiss is paired only once the start has given every entrant one (T-13)."""
+    if seat.initial_rank is None:
+        raise FlowError(f"{seat.player} has no initial rank: a Swiss numbers its entrants at the start (T-13)")
+    return seat.initial_rank
+
+
+def _berger_draw(seats: Sequence[Entrant], round_number: int) -> RoundDraw:
     """T-14: the FIDE Berger table for n entrants; with an odd n the highest number's partner rests (T-8)."""
-    by_number = {seat.berger_number: seat.player for seat in seats}
+    by_number = {seat.berger_number: seat.player for seat in seats if seat.berger_number is not None}
     if sorted(by_number) != list(range(1, len(seats) + 1)):
         raise FlowError("Berger numbers must be 1..n, one per entrant (T-14)")
     table_round = berger_round(len(seats), round_number)
@@ -282,25 +291,6 @@ def round_bye_points(games_per_pairing: int) -> int:
 # ---------------------------------------------------------------------------
 
 
-class Verdict(StrEnum):
-    """The result the play site reports (GameResult in the contracts)."""
-
-    WHITE_WINS = "white_wins"
-    BLACK_WINS = "black_wins"
-    DRAW = "draw"
-    BOTH_LOSE = "both_lose"
-
-
-class Ending(StrEnum):
-    """How the game ended as far as the tournament is concerned (Termination in the contracts)."""
-
-    PLAYED = "played"
-    NEVER_SAT = "never_sat"
-    BUSY_FORFEIT = "busy_forfeit"
-    BOTH_ABSENT = "both_absent"
-    CLOSED_AT_DEADLINE = "closed_at_deadline"
-
-
 @dataclass(frozen=True, slots=True)
 class ScoredResult:
     """A round game's result, scored: kind, winner and points (T-7, T-15..T-19), and rated-ness (R-3)."""
@@ -313,38 +303,28 @@ class ScoredResult:
         return self.score.kind
 
     @property
-    def verdict(self) -> Verdict:
-        """The result as the contracts report it."""
-        if self.score.winner is Side.WHITE:
-            return Verdict.WHITE_WINS
-        if self.score.winner is Side.BLACK:
-            return Verdict.BLACK_WINS
+    def result(self) -> GameResult:
+        """The game's result: the winner's, a draw, or 0-0 (T-19)."""
         if self.score.kind is ResultKind.BOTH_ABSENT:
-            return Verdict.BOTH_LOSE
-        return Verdict.DRAW
+            return GameResult.BOTH_LOSE
+        return GameResult.won_by(self.score.winner)
 
 
 def result_of_finish(
-    verdict: Verdict, ending: Ending, *, white_sat: bool, black_sat: bool, tournament_rated: bool
+    result: GameResult, termination: Termination | None, *, white_sat: bool, black_sat: bool,
+    tournament_rated: bool,
 ) -> ScoredResult:
-    """Score the play site's final word on a game (T-7, T-15..T-19, R-3); FlowError if it cannot be ours."""
-    if ending is Ending.BOTH_ABSENT or verdict is Verdict.BOTH_LOSE:
+    """Score the play site's final word on a game (T-7, T-15..T-19, R-3); FlowError if it cannot be ours.
+
+    `termination` is None when the play site named none this build knows: the game counts as played.
+    """
+    kind = ResultKind.of(termination, result)
+    if kind is ResultKind.BOTH_ABSENT:
         # T-19: both absent, 0-0 (no automatic draw).
-        if verdict not in (Verdict.BOTH_LOSE, Verdict.DRAW) and ending is Ending.BOTH_ABSENT:
-            raise FlowError(f"a game both players missed has no winner, not {verdict} (T-19)")
-        return _scored(ResultKind.BOTH_ABSENT, None, tournament_rated, both_sat=False)
-    return _scored(_KIND_OF_ENDING[ending], _WINNER_OF_VERDICT.get(verdict), tournament_rated,
-                   both_sat=white_sat and black_sat)
-
-
-# Built once: every result of every round is scored through them.
-_WINNER_OF_VERDICT: Final = {Verdict.WHITE_WINS: Side.WHITE, Verdict.BLACK_WINS: Side.BLACK}
-_KIND_OF_ENDING: Final = {
-    Ending.PLAYED: ResultKind.NORMAL,
-    Ending.NEVER_SAT: ResultKind.NEVER_SAT,  # T-16: lost on time never having sat
-    Ending.BUSY_FORFEIT: ResultKind.BUSY_FORFEIT,  # T-18
-    Ending.CLOSED_AT_DEADLINE: ResultKind.CLOSED_DRAW,  # T-15
-}
+        if result not in (GameResult.BOTH_LOSE, GameResult.DRAW):
+            raise FlowError(f"a game both players missed has no winner, not {result} (T-19)")
+        return _scored(kind, None, tournament_rated, both_sat=False)
+    return _scored(kind, result.winner, tournament_rated, both_sat=white_sat and black_sat)
 
 
 def result_of_flag(loser: Side, *, loser_never_sat: bool, tournament_rated: bool) -> ScoredResult:
@@ -417,10 +397,54 @@ def next_step(current_round: int, total_rounds: int, open_games: int, now: datet
     return NextStep.PAIR
 
 
+def may_close(open_games: int, now: datetime, closes_at: datetime) -> bool:
+    """T-15: whether the tournament may close now: at once when no game is open, else at the deadline."""
+    return open_games == 0 or now >= closing_deadline(closes_at)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenGame:
+    """A game still open when the tournament closes, with who made a move in it (R-3)."""
+
+    game_id: str
+    white_sat: bool
+    black_sat: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Closing:
+    """How a tournament closes (T-15): each open game's draw, in the order given, and the note it finishes with."""
+
+    draws: tuple[tuple[OpenGame, ScoredResult], ...]
+    note: str
+
+
+def close_tournament(
+    open_games: Sequence[OpenGame], current_round: int, total_rounds: int, *, tournament_rated: bool, note: str = ""
+) -> Closing:
+    """T-15: every still-open game is scored a draw; rounds not yet started are not played.
+
+    `note` is why the tournament ends when it is not the close itself (a round that cannot be paired);
+    without one, the note says what the close did.
+    """
+    draws = tuple(
+        (game, closing_draw(white_sat=game.white_sat, black_sat=game.black_sat, tournament_rated=tournament_rated))
+        for game in open_games
+    )
+    if open_games:
+        count = len(open_games)
+        note = note or (
+            f"closed at the announced end + 10 minutes; {count} open game{'s' if count != 1 else ''} scored as"
+            " draws (T-15)"
+        )
+    elif current_round < total_rounds and not note:
+        note = (f"the announced duration ended after round {current_round} of {total_rounds}; "
+                "rounds not yet started are not played (T-15)")
+    return Closing(draws, note)
+
+
 def final_standings(
-    fmt: Format, seats: Iterable[Seat], games: Iterable[PlayedGame], byes: Iterable[Bye]
+    fmt: Format, seats: Iterable[Entrant], games: Iterable[PlayedGame[str]], byes: Iterable[Bye[str]]
 ) -> tuple[StandingRow, ...]:
     """Standings with the tie-breaks of the format (T-21 Swiss, T-22 round robin)."""
-    entrants = [Entrant(s.player, initial_rank=s.initial_rank, berger_number=s.berger_number) for s in seats]
-    records = [GameRecord(g.round, g.white, g.black, g.white_points, g.black_points, g.kind) for g in games]
-    return compute_standings(fmt, entrants, records, byes)
+    return compute_standings(fmt, list(seats), games, byes)

@@ -75,25 +75,31 @@ class ArenaServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def CreateArena(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The acting player opens an arena, at once or scheduled (A-1..A-3, AR-1); a retry with the same
+        `request_id` returns the first answer.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetArena(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One arena, its settings and where it stands; one past its end stays RUNNING until its last game
+        has a result.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def JoinArena(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The acting player joins, before or during the arena, and is paired as soon as possible (AR-2).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def LeaveArena(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The acting player leaves at any time, after the game they are in, keeping their points (AR-2).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -108,13 +114,15 @@ class ArenaServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetLeaderboard(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Points, then wins (AR-4, AR-6), a page at a time or the page around one player.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def WatchArena(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A snapshot, then every change with the top of the leaderboard, until the arena finishes.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')

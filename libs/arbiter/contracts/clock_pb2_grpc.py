@@ -60,25 +60,29 @@ class ClockServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def GetClock(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A game's clocks as of the server time it carries; known once GameRequested or GameStarted was read.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Refuel(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """TB-3: a player moves bank time to the clock during their own turn, while the clock shows time.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def FileClaim(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """TB-7: the player to move in a Triple Block game files a claim, which stops their clock.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ResolveClaim(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """TB-7: an arbiter (never a player of the game) decides the pending claim, or a player appeals.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')

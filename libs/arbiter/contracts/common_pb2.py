@@ -25,43 +25,43 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x61rbiter/contracts/common.proto\x12\x11\x61rbiter.contracts\x1a\x1fgoogle/protobuf/timestamp.proto\"v\n\tEventMeta\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12/\n\x0boccurred_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08producer\x18\x03 \x01(\t\x12\x14\n\x0c\x63\x61usation_id\x18\x04 \x01(\t\"H\n\x05\x41\x63tor\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12,\n\x04kind\x18\x02 \x01(\x0e\x32\x1e.arbiter.contracts.AccountKind\"A\n\x0e\x46ischerControl\x12\x14\n\x0c\x62\x61se_seconds\x18\x01 \x01(\x05\x12\x19\n\x11increment_seconds\x18\x02 \x01(\x05\"X\n\x12TripleBlockControl\x12\x16\n\x0eincrement_days\x18\x01 \x01(\x05\x12\x11\n\tbank_days\x18\x02 \x01(\x05\x12\x17\n\x0fguaranteed_time\x18\x03 \x01(\x08\"\x8a\x01\n\x0bTimeControl\x12\x34\n\x07\x66ischer\x18\x01 \x01(\x0b\x32!.arbiter.contracts.FischerControlH\x00\x12=\n\x0ctriple_block\x18\x02 \x01(\x0b\x32%.arbiter.contracts.TripleBlockControlH\x00\x42\x06\n\x04kind\"\xa6\x01\n\x07Opening\x12\x0f\n\x07variant\x18\x01 \x01(\t\x12,\n\x04mode\x18\x02 \x01(\x0e\x32\x1e.arbiter.contracts.OpeningMode\x12\x0e\n\x06number\x18\x03 \x01(\x05\x12\r\n\x05moves\x18\x04 \x03(\t\x12\x13\n\x0b\x63lass_label\x18\x05 \x01(\t\x12\r\n\x05level\x18\x06 \x01(\x05\x12\x0b\n\x03\x66\x65n\x18\x07 \x01(\t\x12\x0c\n\x04name\x18\x08 \x01(\t\"]\n\x0e\x43ompetitionRef\x12\x30\n\x04kind\x18\x01 \x01(\x0e\x32\".arbiter.contracts.CompetitionKind\x12\n\n\x02id\x18\x02 \x01(\t\x12\r\n\x05round\x18\x03 \x01(\x05\"c\n\x06Rating\x12\x0e\n\x06rating\x18\x01 \x01(\x01\x12\x11\n\tdeviation\x18\x02 \x01(\x01\x12\x12\n\nvolatility\x18\x03 \x01(\x01\x12\x13\n\x0bprovisional\x18\x04 \x01(\x08\x12\r\n\x05games\x18\x05 \x01(\x05\"4\n\x0bPageRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t*v\n\x0b\x41\x63\x63ountKind\x12\x1c\n\x18\x41\x43\x43OUNT_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x41\x43\x43OUNT_KIND_REGISTERED\x10\x01\x12\x16\n\x12\x41\x43\x43OUNT_KIND_GUEST\x10\x02\x12\x14\n\x10\x41\x43\x43OUNT_KIND_BOT\x10\x03*@\n\x05\x43olor\x12\x15\n\x11\x43OLOR_UNSPECIFIED\x10\x00\x12\x0f\n\x0b\x43OLOR_WHITE\x10\x01\x12\x0f\n\x0b\x43OLOR_BLACK\x10\x02*\x81\x01\n\x05Speed\x12\x15\n\x11SPEED_UNSPECIFIED\x10\x00\x12\x10\n\x0cSPEED_BULLET\x10\x01\x12\x0f\n\x0bSPEED_BLITZ\x10\x02\x12\x0f\n\x0bSPEED_RAPID\x10\x03\x12\x13\n\x0fSPEED_CLASSICAL\x10\x04\x12\x18\n\x14SPEED_CORRESPONDENCE\x10\x05*\xaa\x02\n\x0bOpeningMode\x12\x1c\n\x18OPENING_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11OPENING_MODE_FREE\x10\x01\x12\x19\n\x15OPENING_MODE_RANDOM_1\x10\x02\x12\x19\n\x15OPENING_MODE_RANDOM_2\x10\x03\x12\x19\n\x15OPENING_MODE_RANDOM_3\x10\x04\x12\x1e\n\x1aOPENING_MODE_TABLE_UP_TO_1\x10\x05\x12\x1e\n\x1aOPENING_MODE_TABLE_UP_TO_2\x10\x06\x12\x1e\n\x1aOPENING_MODE_TABLE_UP_TO_3\x10\x07\x12\x1a\n\x16OPENING_MODE_TABLE_ALL\x10\x08\x12\x19\n\x15OPENING_MODE_THEMATIC\x10\t*\x8d\x01\n\x0f\x43ompetitionKind\x12 \n\x1c\x43OMPETITION_KIND_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x43OMPETITION_KIND_TOURNAMENT\x10\x01\x12\x1a\n\x16\x43OMPETITION_KIND_ARENA\x10\x02\x12\x1b\n\x17\x43OMPETITION_KIND_CASUAL\x10\x03*\x92\x01\n\nGameResult\x12\x1b\n\x17GAME_RESULT_UNSPECIFIED\x10\x00\x12\x1a\n\x16GAME_RESULT_WHITE_WINS\x10\x01\x12\x1a\n\x16GAME_RESULT_BLACK_WINS\x10\x02\x12\x14\n\x10GAME_RESULT_DRAW\x10\x03\x12\x19\n\x15GAME_RESULT_BOTH_LOSE\x10\x04*\xc8\x02\n\x0bTermination\x12\x1b\n\x17TERMINATION_UNSPECIFIED\x10\x00\x12\x18\n\x14TERMINATION_NO_MOVES\x10\x01\x12\x1b\n\x17TERMINATION_RESIGNATION\x10\x02\x12\x1b\n\x17TERMINATION_DRAW_AGREED\x10\x03\x12\x19\n\x15TERMINATION_DRAW_RULE\x10\x04\x12\x14\n\x10TERMINATION_TIME\x10\x05\x12\x1d\n\x19TERMINATION_DISCONNECTION\x10\x06\x12\x19\n\x15TERMINATION_NEVER_SAT\x10\x07\x12\x1c\n\x18TERMINATION_BUSY_FORFEIT\x10\x08\x12\x1b\n\x17TERMINATION_BOTH_ABSENT\x10\t\x12\"\n\x1eTERMINATION_CLOSED_AT_DEADLINE\x10\nb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x61rbiter/contracts/common.proto\x12\x11\x61rbiter.contracts\x1a\x1fgoogle/protobuf/timestamp.proto\"\x88\x01\n\tEventMeta\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12/\n\x0boccurred_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08producer\x18\x03 \x01(\t\x12\x14\n\x0c\x63\x61usation_id\x18\x04 \x01(\t\x12\x10\n\x08trace_id\x18\x05 \x01(\t\"H\n\x05\x41\x63tor\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12,\n\x04kind\x18\x02 \x01(\x0e\x32\x1e.arbiter.contracts.AccountKind\"A\n\x0e\x46ischerControl\x12\x14\n\x0c\x62\x61se_seconds\x18\x01 \x01(\x05\x12\x19\n\x11increment_seconds\x18\x02 \x01(\x05\"X\n\x12TripleBlockControl\x12\x16\n\x0eincrement_days\x18\x01 \x01(\x05\x12\x11\n\tbank_days\x18\x02 \x01(\x05\x12\x17\n\x0fguaranteed_time\x18\x03 \x01(\x08\"\x8a\x01\n\x0bTimeControl\x12\x34\n\x07\x66ischer\x18\x01 \x01(\x0b\x32!.arbiter.contracts.FischerControlH\x00\x12=\n\x0ctriple_block\x18\x02 \x01(\x0b\x32%.arbiter.contracts.TripleBlockControlH\x00\x42\x06\n\x04kind\"\xa6\x01\n\x07Opening\x12\x0f\n\x07variant\x18\x01 \x01(\t\x12,\n\x04mode\x18\x02 \x01(\x0e\x32\x1e.arbiter.contracts.OpeningMode\x12\x0e\n\x06number\x18\x03 \x01(\x05\x12\r\n\x05moves\x18\x04 \x03(\t\x12\x13\n\x0b\x63lass_label\x18\x05 \x01(\t\x12\r\n\x05level\x18\x06 \x01(\x05\x12\x0b\n\x03\x66\x65n\x18\x07 \x01(\t\x12\x0c\n\x04name\x18\x08 \x01(\t\"]\n\x0e\x43ompetitionRef\x12\x30\n\x04kind\x18\x01 \x01(\x0e\x32\".arbiter.contracts.CompetitionKind\x12\n\n\x02id\x18\x02 \x01(\t\x12\r\n\x05round\x18\x03 \x01(\x05\"c\n\x06Rating\x12\x0e\n\x06rating\x18\x01 \x01(\x01\x12\x11\n\tdeviation\x18\x02 \x01(\x01\x12\x12\n\nvolatility\x18\x03 \x01(\x01\x12\x13\n\x0bprovisional\x18\x04 \x01(\x08\x12\r\n\x05games\x18\x05 \x01(\x05\"4\n\x0bPageRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t*v\n\x0b\x41\x63\x63ountKind\x12\x1c\n\x18\x41\x43\x43OUNT_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x41\x43\x43OUNT_KIND_REGISTERED\x10\x01\x12\x16\n\x12\x41\x43\x43OUNT_KIND_GUEST\x10\x02\x12\x14\n\x10\x41\x43\x43OUNT_KIND_BOT\x10\x03*@\n\x05\x43olor\x12\x15\n\x11\x43OLOR_UNSPECIFIED\x10\x00\x12\x0f\n\x0b\x43OLOR_WHITE\x10\x01\x12\x0f\n\x0b\x43OLOR_BLACK\x10\x02*\x81\x01\n\x05Speed\x12\x15\n\x11SPEED_UNSPECIFIED\x10\x00\x12\x10\n\x0cSPEED_BULLET\x10\x01\x12\x0f\n\x0bSPEED_BLITZ\x10\x02\x12\x0f\n\x0bSPEED_RAPID\x10\x03\x12\x13\n\x0fSPEED_CLASSICAL\x10\x04\x12\x18\n\x14SPEED_CORRESPONDENCE\x10\x05*\xaa\x02\n\x0bOpeningMode\x12\x1c\n\x18OPENING_MODE_UNSPECIFIED\x10\x00\x12\x15\n\x11OPENING_MODE_FREE\x10\x01\x12\x19\n\x15OPENING_MODE_RANDOM_1\x10\x02\x12\x19\n\x15OPENING_MODE_RANDOM_2\x10\x03\x12\x19\n\x15OPENING_MODE_RANDOM_3\x10\x04\x12\x1e\n\x1aOPENING_MODE_TABLE_UP_TO_1\x10\x05\x12\x1e\n\x1aOPENING_MODE_TABLE_UP_TO_2\x10\x06\x12\x1e\n\x1aOPENING_MODE_TABLE_UP_TO_3\x10\x07\x12\x1a\n\x16OPENING_MODE_TABLE_ALL\x10\x08\x12\x19\n\x15OPENING_MODE_THEMATIC\x10\t*\x8d\x01\n\x0f\x43ompetitionKind\x12 \n\x1c\x43OMPETITION_KIND_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x43OMPETITION_KIND_TOURNAMENT\x10\x01\x12\x1a\n\x16\x43OMPETITION_KIND_ARENA\x10\x02\x12\x1b\n\x17\x43OMPETITION_KIND_CASUAL\x10\x03*\x92\x01\n\nGameResult\x12\x1b\n\x17GAME_RESULT_UNSPECIFIED\x10\x00\x12\x1a\n\x16GAME_RESULT_WHITE_WINS\x10\x01\x12\x1a\n\x16GAME_RESULT_BLACK_WINS\x10\x02\x12\x14\n\x10GAME_RESULT_DRAW\x10\x03\x12\x19\n\x15GAME_RESULT_BOTH_LOSE\x10\x04*\xc8\x02\n\x0bTermination\x12\x1b\n\x17TERMINATION_UNSPECIFIED\x10\x00\x12\x18\n\x14TERMINATION_NO_MOVES\x10\x01\x12\x1b\n\x17TERMINATION_RESIGNATION\x10\x02\x12\x1b\n\x17TERMINATION_DRAW_AGREED\x10\x03\x12\x19\n\x15TERMINATION_DRAW_RULE\x10\x04\x12\x14\n\x10TERMINATION_TIME\x10\x05\x12\x1d\n\x19TERMINATION_DISCONNECTION\x10\x06\x12\x19\n\x15TERMINATION_NEVER_SAT\x10\x07\x12\x1c\n\x18TERMINATION_BUSY_FORFEIT\x10\x08\x12\x1b\n\x17TERMINATION_BOTH_ABSENT\x10\t\x12\"\n\x1eTERMINATION_CLOSED_AT_DEADLINE\x10\nb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'arbiter.contracts.common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ACCOUNTKIND']._serialized_start=997
-  _globals['_ACCOUNTKIND']._serialized_end=1115
-  _globals['_COLOR']._serialized_start=1117
-  _globals['_COLOR']._serialized_end=1181
-  _globals['_SPEED']._serialized_start=1184
-  _globals['_SPEED']._serialized_end=1313
-  _globals['_OPENINGMODE']._serialized_start=1316
-  _globals['_OPENINGMODE']._serialized_end=1614
-  _globals['_COMPETITIONKIND']._serialized_start=1617
-  _globals['_COMPETITIONKIND']._serialized_end=1758
-  _globals['_GAMERESULT']._serialized_start=1761
-  _globals['_GAMERESULT']._serialized_end=1907
-  _globals['_TERMINATION']._serialized_start=1910
-  _globals['_TERMINATION']._serialized_end=2238
-  _globals['_EVENTMETA']._serialized_start=86
-  _globals['_EVENTMETA']._serialized_end=204
-  _globals['_ACTOR']._serialized_start=206
-  _globals['_ACTOR']._serialized_end=278
-  _globals['_FISCHERCONTROL']._serialized_start=280
-  _globals['_FISCHERCONTROL']._serialized_end=345
-  _globals['_TRIPLEBLOCKCONTROL']._serialized_start=347
-  _globals['_TRIPLEBLOCKCONTROL']._serialized_end=435
-  _globals['_TIMECONTROL']._serialized_start=438
-  _globals['_TIMECONTROL']._serialized_end=576
-  _globals['_OPENING']._serialized_start=579
-  _globals['_OPENING']._serialized_end=745
-  _globals['_COMPETITIONREF']._serialized_start=747
-  _globals['_COMPETITIONREF']._serialized_end=840
-  _globals['_RATING']._serialized_start=842
-  _globals['_RATING']._serialized_end=941
-  _globals['_PAGEREQUEST']._serialized_start=943
-  _globals['_PAGEREQUEST']._serialized_end=995
+  _globals['_ACCOUNTKIND']._serialized_start=1016
+  _globals['_ACCOUNTKIND']._serialized_end=1134
+  _globals['_COLOR']._serialized_start=1136
+  _globals['_COLOR']._serialized_end=1200
+  _globals['_SPEED']._serialized_start=1203
+  _globals['_SPEED']._serialized_end=1332
+  _globals['_OPENINGMODE']._serialized_start=1335
+  _globals['_OPENINGMODE']._serialized_end=1633
+  _globals['_COMPETITIONKIND']._serialized_start=1636
+  _globals['_COMPETITIONKIND']._serialized_end=1777
+  _globals['_GAMERESULT']._serialized_start=1780
+  _globals['_GAMERESULT']._serialized_end=1926
+  _globals['_TERMINATION']._serialized_start=1929
+  _globals['_TERMINATION']._serialized_end=2257
+  _globals['_EVENTMETA']._serialized_start=87
+  _globals['_EVENTMETA']._serialized_end=223
+  _globals['_ACTOR']._serialized_start=225
+  _globals['_ACTOR']._serialized_end=297
+  _globals['_FISCHERCONTROL']._serialized_start=299
+  _globals['_FISCHERCONTROL']._serialized_end=364
+  _globals['_TRIPLEBLOCKCONTROL']._serialized_start=366
+  _globals['_TRIPLEBLOCKCONTROL']._serialized_end=454
+  _globals['_TIMECONTROL']._serialized_start=457
+  _globals['_TIMECONTROL']._serialized_end=595
+  _globals['_OPENING']._serialized_start=598
+  _globals['_OPENING']._serialized_end=764
+  _globals['_COMPETITIONREF']._serialized_start=766
+  _globals['_COMPETITIONREF']._serialized_end=859
+  _globals['_RATING']._serialized_start=861
+  _globals['_RATING']._serialized_end=960
+  _globals['_PAGEREQUEST']._serialized_start=962
+  _globals['_PAGEREQUEST']._serialized_end=1014
 # @@protoc_insertion_point(module_scope)

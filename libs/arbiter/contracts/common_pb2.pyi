@@ -118,16 +118,18 @@ TERMINATION_BOTH_ABSENT: Termination
 TERMINATION_CLOSED_AT_DEADLINE: Termination
 
 class EventMeta(_message.Message):
-    __slots__ = ("event_id", "occurred_at", "producer", "causation_id")
+    __slots__ = ("event_id", "occurred_at", "producer", "causation_id", "trace_id")
     EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     OCCURRED_AT_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_FIELD_NUMBER: _ClassVar[int]
     CAUSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     event_id: str
     occurred_at: _timestamp_pb2.Timestamp
     producer: str
     causation_id: str
-    def __init__(self, event_id: _Optional[str] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., producer: _Optional[str] = ..., causation_id: _Optional[str] = ...) -> None: ...
+    trace_id: str
+    def __init__(self, event_id: _Optional[str] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., producer: _Optional[str] = ..., causation_id: _Optional[str] = ..., trace_id: _Optional[str] = ...) -> None: ...
 
 class Actor(_message.Message):
     __slots__ = ("player_id", "kind")

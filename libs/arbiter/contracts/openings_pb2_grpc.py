@@ -61,7 +61,8 @@ class OpeningServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def DrawOpening(self, request, context):
-        """The opening of one round (O-10), drawn once and stored: asking again returns the same one.
+        """The opening of one round (O-10), drawn once per round and settings and stored: asking again
+        returns the same one, and a draw under other settings never stands in for it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -55,7 +55,8 @@ class RatingServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def GetRating(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One player's rating in one variant and speed.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')

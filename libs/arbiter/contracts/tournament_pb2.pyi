@@ -316,3 +316,21 @@ class TournamentChange(_message.Message):
     round: int
     game: GameRecord
     def __init__(self, tournament: _Optional[_Union[Tournament, _Mapping]] = ..., change: _Optional[str] = ..., round: _Optional[int] = ..., game: _Optional[_Union[GameRecord, _Mapping]] = ...) -> None: ...
+
+class ExportTrfRequest(_message.Message):
+    __slots__ = ("tournament_id",)
+    TOURNAMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    tournament_id: str
+    def __init__(self, tournament_id: _Optional[str] = ...) -> None: ...
+
+class ExportTrfResponse(_message.Message):
+    __slots__ = ("tournament_id", "trf", "rounds", "home_and_away")
+    TOURNAMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    TRF_FIELD_NUMBER: _ClassVar[int]
+    ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    HOME_AND_AWAY_FIELD_NUMBER: _ClassVar[int]
+    tournament_id: str
+    trf: str
+    rounds: int
+    home_and_away: bool
+    def __init__(self, tournament_id: _Optional[str] = ..., trf: _Optional[str] = ..., rounds: _Optional[int] = ..., home_and_away: _Optional[bool] = ...) -> None: ...

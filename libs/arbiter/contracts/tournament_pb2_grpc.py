@@ -84,43 +84,54 @@ class TournamentServiceStub:
                 request_serializer=arbiter_dot_contracts_dot_tournament__pb2.WatchTournamentRequest.SerializeToString,
                 response_deserializer=arbiter_dot_contracts_dot_tournament__pb2.TournamentChange.FromString,
                 _registered_method=True)
+        self.ExportTrf = channel.unary_unary(
+                '/arbiter.contracts.TournamentService/ExportTrf',
+                request_serializer=arbiter_dot_contracts_dot_tournament__pb2.ExportTrfRequest.SerializeToString,
+                response_deserializer=arbiter_dot_contracts_dot_tournament__pb2.ExportTrfResponse.FromString,
+                _registered_method=True)
 
 
 class TournamentServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def CreateTournament(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The acting player opens a tournament (A-1..A-3, T-1, T-3..T-5, R-1, R-2, R-4); a retry with the
+        same `request_id` returns the first answer.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetTournament(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One tournament, its settings (never its password) and where it stands.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def JoinTournament(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The acting player takes a seat until round 1 starts (T-3, T-5, T-6, R-2).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def WithdrawTournament(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The acting player gives the seat back until round 1 starts, and leaves the standings (T-6).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def CancelTournament(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The creator cancels the tournament until its start; after it nobody can (T-4).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RevokeInvite(self, request, context):
-        """The creator revokes the invite link of a private tournament (issue 10), getting a new one unless
+        """The creator kills the invite link of a private tournament (T-5), getting a new one unless
         `issue_new` is false; entrants who joined with the old link keep their seats.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -128,25 +139,37 @@ class TournamentServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetStandings(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Points, BH, SB, wins and why each row is above the next (T-21, T-22); final once finished.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetPairings(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Every round (or one) with its opening, games, results and bye, and the entrants' numbers.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListUpcomingTournaments(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Public tournaments not started yet, soonest first, a page at a time.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def WatchTournament(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A snapshot, then every change until the tournament ends or the stream's time limit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExportTrf(self, request, context):
+        """A Swiss tournament's completed rounds as a TRF file (T-13), for arbiters to re-pair with any
+        engine of the FIDE Dutch system, or with `arbiter pair --check`.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -203,6 +226,11 @@ def add_TournamentServiceServicer_to_server(servicer, server):
                     servicer.WatchTournament,
                     request_deserializer=arbiter_dot_contracts_dot_tournament__pb2.WatchTournamentRequest.FromString,
                     response_serializer=arbiter_dot_contracts_dot_tournament__pb2.TournamentChange.SerializeToString,
+            ),
+            'ExportTrf': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExportTrf,
+                    request_deserializer=arbiter_dot_contracts_dot_tournament__pb2.ExportTrfRequest.FromString,
+                    response_serializer=arbiter_dot_contracts_dot_tournament__pb2.ExportTrfResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -475,6 +503,33 @@ class TournamentService:
             '/arbiter.contracts.TournamentService/WatchTournament',
             arbiter_dot_contracts_dot_tournament__pb2.WatchTournamentRequest.SerializeToString,
             arbiter_dot_contracts_dot_tournament__pb2.TournamentChange.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportTrf(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/arbiter.contracts.TournamentService/ExportTrf',
+            arbiter_dot_contracts_dot_tournament__pb2.ExportTrfRequest.SerializeToString,
+            arbiter_dot_contracts_dot_tournament__pb2.ExportTrfResponse.FromString,
             options,
             channel_credentials,
             insecure,

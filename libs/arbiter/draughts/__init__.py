@@ -18,25 +18,24 @@ from arbiter.draughts.errors import (
     IllegalMoveError,
     UnknownVariantError,
 )
-from arbiter.draughts.game import Game, Outcome, Termination
+from arbiter.draughts.game import DrawRule, Game, GameOutcome
 from arbiter.draughts.position import Move, Piece, Position, Square, perft
-from arbiter.draughts.variants import Color, Precedence, Rules, Variant, variant_by_name
+from arbiter.draughts.variants import Precedence, Rules, Variant, variant_by_name
 
 __all__ = [
     "AmbiguousMoveError",
-    "Color",
     "DraughtsError",
+    "DrawRule",
     "FenError",
     "Game",
+    "GameOutcome",
     "IllegalMoveError",
     "Move",
-    "Outcome",
     "Piece",
     "Position",
     "Precedence",
     "Rules",
     "Square",
-    "Termination",
     "UnknownVariantError",
     "Variant",
     "perft",

@@ -108,8 +108,10 @@ def build_notation(size: int, numbering: Numbering) -> Notation:
     half = geo.half
     square_bit = [0]
     for n in range(1, geo.squares + 1):
-        row, k = divmod(n - 1, half)
-        if numbering is Numbering.MIRRORED:
+        # Spanish numbering is the FID one turned half round: its square n is FID's squares + 1 - n.
+        fid = geo.squares + 1 - n if numbering is Numbering.SPANISH else n
+        row, k = divmod(fid - 1, half)
+        if numbering is not Numbering.STANDARD:
             # FID numbering is the standard one seen in a mirror: same rows,
             # columns reversed (the dark corner is on the player's right).
             k = half - 1 - k

@@ -11,7 +11,9 @@ FID capture articles): capturing is compulsory and a sequence is played to its e
 taken at most once and the taken pieces leave the board only when the move is
 complete, so they block the rest of the sequence ("Turkish strike").
 Sequences reaching the same square from the same origin with the same taken
-pieces are ONE move (the FMJD convention), whatever their order.
+pieces are ONE move (the FMJD convention), whatever their order. A route is an
+order of taken pieces: a flying king that goes straight on to its next piece
+takes the same route from whichever square behind the last piece it starts.
 """
 
 from __future__ import annotations
@@ -56,8 +58,9 @@ def apply(white_bb: int, black_bb: int, kings: int, white: bool, mv: RawMove) ->
 def build_engine(rules: Rules, merge_duplicates: bool = True) -> Engine:
     """The move generator for `rules`, as closures over its constant tables.
 
-    `merge_duplicates=False` keeps every route of a capture as its own move: only
-    for checking perft tables published under the "duplicates kept" convention.
+    `merge_duplicates=False` keeps every route of a capture as its own move, one
+    per order in which the pieces are taken: only for checking perft tables
+    published under the "duplicates kept" (every route) convention.
     """
     geo = GEOMETRIES[rules.size]
     board = geo.board
@@ -88,6 +91,7 @@ def build_engine(rules: Rules, merge_duplicates: bool = True) -> Engine:
         capmask: int,
         crowned: bool,
         out: list[RawMove],
+        straight: tuple[int, ...] | None,
     ) -> bool:
         """Flying-king continuations from `cur`; True if any capture was possible.
 
@@ -95,10 +99,17 @@ def build_engine(rules: Rules, merge_duplicates: bool = True) -> Engine:
         when some of those squares allow the capture to go on it must land on one
         of them (the sequence must be completed, FMJD-64 capture rules; a no-op under
         the majority rule, where the shorter line is dropped anyway).
+
+        `straight` is the direction not to look in: going straight on to the next
+        piece is the same route from every square behind the last one taken, so it
+        is searched from the nearest of them only and each capture order is found
+        once (one route per order of taken pieces, the every-route perft convention).
         """
         p = cur.bit_length() - 1
         found = False
         for rays in (ray_dl, ray_dr):
+            if rays is straight:
+                continue
             blk = rays[p] & occ
             if not blk:
                 continue
@@ -116,17 +127,21 @@ def build_engine(rules: Rules, merge_duplicates: bool = True) -> Engine:
             mask2 = capmask | victim
             pending = []
             went_on = False
+            ahead = None  # the nearest landing square looks straight on too
             while lands:
                 land = lands & -lands
                 lands ^= land
                 path2 = path + (land,)
-                if king_dfs(land, rem2, occ, path2, caps2, mask2, crowned, out):
+                if king_dfs(land, rem2, occ, path2, caps2, mask2, crowned, out, ahead):
                     went_on = True
                 elif not went_on:
                     pending.append((path[0], land, mask2, land if crowned else 0, path2, caps2))
+                ahead = rays
             if not went_on:
                 out.extend(pending)
         for rays in (ray_ur, ray_ul):
+            if rays is straight:
+                continue
             blk = rays[p] & occ
             if not blk:
                 continue
@@ -144,14 +159,16 @@ def build_engine(rules: Rules, merge_duplicates: bool = True) -> Engine:
             mask2 = capmask | victim
             pending = []
             went_on = False
+            ahead = None  # the nearest landing square looks straight on too
             while lands:
                 land = 1 << (lands.bit_length() - 1)
                 lands ^= land
                 path2 = path + (land,)
-                if king_dfs(land, rem2, occ, path2, caps2, mask2, crowned, out):
+                if king_dfs(land, rem2, occ, path2, caps2, mask2, crowned, out, ahead):
                     went_on = True
                 elif not went_on:
                     pending.append((path[0], land, mask2, land if crowned else 0, path2, caps2))
+                ahead = rays
             if not went_on:
                 out.extend(pending)
         return found
@@ -182,7 +199,7 @@ def build_engine(rules: Rules, merge_duplicates: bool = True) -> Engine:
                     mask2 = capmask | mid
                     if crown_mid and land & crown:
                         # FMJD-64 / Russian rules: a man crowned mid-capture goes on as a king.
-                        if not king_dfs(land, rem ^ mid, occ, path2, caps2, mask2, True, out):
+                        if not king_dfs(land, rem ^ mid, occ, path2, caps2, mask2, True, out, None):
                             out.append((path[0], land, mask2, land, path2, caps2))
                     elif not jump_dfs(land, rem ^ mid, occ, free, left, right, crown, path2, caps2, mask2, out):
                         out.append((path[0], land, mask2, land & crown, path2, caps2))
@@ -196,7 +213,7 @@ def build_engine(rules: Rules, merge_duplicates: bool = True) -> Engine:
                     caps2 = caps + (mid,)
                     mask2 = capmask | mid
                     if crown_mid and land & crown:
-                        if not king_dfs(land, rem ^ mid, occ, path2, caps2, mask2, True, out):
+                        if not king_dfs(land, rem ^ mid, occ, path2, caps2, mask2, True, out, None):
                             out.append((path[0], land, mask2, land, path2, caps2))
                     elif not jump_dfs(land, rem ^ mid, occ, free, left, right, crown, path2, caps2, mask2, out):
                         out.append((path[0], land, mask2, land & crown, path2, caps2))
@@ -258,7 +275,7 @@ def build_engine(rules: Rules, merge_duplicates: bool = True) -> Engine:
             # FID Regolamento tecnico, capo I (FID's "10 regole" 5-9): most pieces,
             # then capture with a king, then most kings taken, then the line
             # meeting a king first; lines still equal are free.
-            def key(m: RawMove) -> tuple[Any, ...]:
+            def key(m: RawMove) -> tuple[int, bool, int, tuple[bool, ...]]:
                 return (
                     m[2].bit_count(),
                     bool(m[0] & kings),
@@ -306,7 +323,7 @@ def build_engine(rules: Rules, merge_duplicates: bool = True) -> Engine:
             frm = ks & -ks
             ks ^= frm
             if flying:
-                king_dfs(frm, opp, occ_all ^ frm, (frm,), (), 0, False, out)
+                king_dfs(frm, opp, occ_all ^ frm, (frm,), (), 0, False, out, None)
             else:
                 jump_dfs(frm, opp, occ_all ^ frm, empty | frm, both, both, 0, (frm,), (), 0, out)
         if len(out) > 1 and not raw:

@@ -1,27 +1,24 @@
 """A game: moves played from a start position, with game-end and draw rules.
 
-Draws are automatic here (the server adjudicates; nobody has to claim):
+Draws are automatic here (the server adjudicates; nobody has to claim). Each
+variant's rules, the reading taken where a text is unclear and the source of
+each are in docs/rules.md ("Draughts variants: draw rules and notation"):
 
-- every variant: the same position with the same side to move for the third
-  time (FMJD rules, FMJD-64 art. 7.2.3, WCDF, FID);
-- international (FMJD rules, draw section): 25 moves each of kings only,
-  without capture; a lone king against three pieces including a king, 16 moves
-  each; a lone king against two pieces or fewer including a king, 5 moves each;
-- russian and brazilian (FMJD-64 art. 7.2 as quoted in lidraughts' Russian
-  variant, which applies them to brazilian too): 15 moves each of kings only, without capture (7.2.5); three or more
-  kings against a lone king, 15 moves each (7.2.4); both sides with kings and
-  no change of material, 30 moves each with 4-5 pieces, 60 with 6-7 (7.2.6);
-  three pieces including a king against a lone king holding the long diagonal,
-  5 moves each (7.2.7); two pieces or fewer including a king against a lone
-  king, 5 moves each (7.2.8);
-- english: 40 moves each without a man advancing and without a capture (WCDF
-  rules of draughts, draw rule);
-- italian: 40 moves each without a man moving and without a capture (FID;
-  stated here from secondary summaries of the Regolamento, not its text);
-- pool and spanish: repetition only (no further rule stated here).
-
-A move counter restarts when its material configuration changes (a capture,
-or a crowning where the configuration counts kings).
+- repetition: the same position with the same side to move for the third time,
+  the fourth in italian (FID Regolamento tecnico, capo I, art. 9.3 b1);
+- no progress: plies of king moves without a capture and without a man moving:
+  international 25 moves each (FMJD 6.2), russian and brazilian 15 each
+  (FMJD-64 7.2.5), english and italian 40 each (WCDF; FID art. 10.4), pool 30
+  each (APCA rule 26); spanish has none;
+- endgame counts, which run side by side, each from the ply its material
+  configuration arose: international, a lone king against three pieces with a
+  king 16 moves each, against two pieces or one 5 each (FMJD art. 6);
+  russian and brazilian, FMJD-64 7.2.4 (three kings or more against a lone
+  king, 15 moves each), 7.2.6 (both sides with a king and no capture nor
+  crowning: 30 moves each with 4-5 pieces, 60 with 6-7), 7.2.7 (three pieces
+  with a king against a lone king on the main road, 5 each) and 7.2.8 (two
+  pieces with a king against a lone king, 5 each); pool, three kings against a
+  lone king, 13 moves each (APCA playing rules).
 """
 
 from __future__ import annotations
@@ -31,44 +28,53 @@ from dataclasses import dataclass
 
 from arbiter.draughts.errors import IllegalMoveError
 from arbiter.draughts.position import _NOTATIONS, Move, Position
-from arbiter.draughts.variants import Color, Variant, variant_by_name
+from arbiter.draughts.variants import Variant, variant_by_name
+from arbiter.vocabulary import GameResult, Side, Termination
 
 
-class Termination(enum.StrEnum):
-    """Why a game ended."""
+class DrawRule(enum.StrEnum):
+    """Which of a variant's draw rules ended a game (the contracts report each as Termination.DRAW_RULE)."""
 
-    NO_LEGAL_MOVES = "no_legal_moves"  # the side to move is blocked or has no pieces: it loses
-    THREEFOLD_REPETITION = "threefold_repetition"
+    REPETITION = "repetition"  # the same position, same side to move, for the variant's n-th time
     NO_PROGRESS = "no_progress"  # the kings-only / no-man-move move limit
     ENDGAME_RULE = "endgame_rule"  # a move limit for a given material configuration
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
-    """How a game ended: the winner (None for a draw) and the reason."""
+class GameOutcome:
+    """How the rules ended a game: NO_MOVES with the winner, or DRAW_RULE with the rule that drew it."""
 
     termination: Termination
-    winner: Color | None
+    winner: Side | None
+    draw_rule: DrawRule | None = None
 
     @property
     def is_draw(self) -> bool:
         """Whether the game is drawn."""
         return self.winner is None
 
-    def result(self) -> str:
-        """The PDN result tag: "1-0" (white won), "0-1" or "1/2-1/2"."""
-        if self.winner is None:
-            return "1/2-1/2"
-        return "1-0" if self.winner is Color.WHITE else "0-1"
+    @property
+    def result(self) -> GameResult:
+        """The game's result (its PDN tag is `result.pdn`)."""
+        return GameResult.won_by(self.winner)
 
 
-# Plies of king-only moves without capture after which the game is drawn.
-_NO_PROGRESS_PLIES: dict[Variant, int] = {
-    Variant.INTERNATIONAL: 50,  # FMJD: 25 moves each
-    Variant.RUSSIAN: 30,  # FMJD-64 art. 7.2.5: 15 moves each
-    Variant.BRAZILIAN: 30,
-    Variant.ENGLISH: 80,  # WCDF: 40 moves each without a man advancing or a capture
-    Variant.ITALIAN: 80,  # FID: 40 moves each without a man moving or a capture
+@dataclass(frozen=True, slots=True)
+class DrawRules:
+    """The draw rules of a variant that do not depend on material (see docs/rules.md)."""
+
+    repetitions: int  # how many times the same position (same side to move) recurs to draw
+    quiet_plies: int | None  # plies of king moves without capture or man move that draw; None: no such rule
+
+
+DRAW_RULES: dict[Variant, DrawRules] = {
+    Variant.INTERNATIONAL: DrawRules(3, 50),  # FMJD 6.1; 6.2: 25 moves each
+    Variant.RUSSIAN: DrawRules(3, 30),  # FMJD-64 7.2.3; 7.2.5: 15 moves each
+    Variant.BRAZILIAN: DrawRules(3, 30),
+    Variant.ENGLISH: DrawRules(3, 80),  # WCDF: 40 moves each without a man advancing or a capture
+    Variant.ITALIAN: DrawRules(4, 80),  # FID capo I art. 9.3 b1 (fourth time); art. 10.4: 40 moves each
+    Variant.POOL: DrawRules(3, 60),  # APCA rule 26, read as 30 moves each
+    Variant.SPANISH: DrawRules(3, None),  # FPD classic rules art. 14 b; its move limits could not be read
 }
 
 
@@ -80,10 +86,12 @@ class Game:
         start = Position.from_fen(v, fen) if fen is not None else Position.initial(v)
         self._positions: list[Position] = [start]
         self._moves: list[Move] = []
+        self._rules = DRAW_RULES[v]
         self._quiet_plies = 0
         self._repetitions: dict[tuple[int, int, int, bool], int] = {start.key: 1}
-        self._endgame = _endgame_rule(start)
-        self._endgame_plies = 0
+        # Every endgame count in force: its limit, and the plies played since its material arose.
+        self._endgame_limits: dict[object, int] = dict(_endgame_rules(start))
+        self._endgame_plies: dict[object, int] = dict.fromkeys(self._endgame_limits, 0)
 
     @classmethod
     def from_position(cls, position: Position) -> Game:
@@ -120,7 +128,8 @@ class Game:
         """Play `move` (a `Move` or its text) and return it as a `Move`."""
         outcome = self.outcome()
         if outcome is not None:
-            raise IllegalMoveError(f"the game is over ({outcome.termination.value}, {outcome.result()})")
+            reason = outcome.draw_rule or outcome.termination
+            raise IllegalMoveError(f"the game is over ({reason}, {outcome.result.pdn})")
         before = self.position
         if isinstance(move, str):
             move = before.parse_move(move)
@@ -133,28 +142,25 @@ class Game:
         else:
             self._quiet_plies += 1
         self._repetitions[after.key] = self._repetitions.get(after.key, 0) + 1
-        rule = _endgame_rule(after)
-        if rule is not None and self._endgame is not None and rule[0] == self._endgame[0]:
-            self._endgame_plies += 1
-        else:
-            self._endgame_plies = 0
-        self._endgame = rule
+        # A count goes on while its configuration stays; one that newly applies starts from zero.
+        self._endgame_limits = dict(_endgame_rules(after))
+        self._endgame_plies = {tag: self._endgame_plies.get(tag, -1) + 1 for tag in self._endgame_limits}
         self._positions.append(after)
         self._moves.append(move)
         return move
 
-    def outcome(self) -> Outcome | None:
+    def outcome(self) -> GameOutcome | None:
         """The outcome if the game has ended, else None."""
         pos = self.position
         if not pos.legal_moves():
-            return Outcome(Termination.NO_LEGAL_MOVES, pos.turn.opponent)
-        if self._repetitions.get(pos.key, 0) >= 3:
-            return Outcome(Termination.THREEFOLD_REPETITION, None)
-        limit = _NO_PROGRESS_PLIES.get(self.variant)
+            return GameOutcome(Termination.NO_MOVES, pos.turn.other)
+        if self._repetitions.get(pos.key, 0) >= self._rules.repetitions:
+            return GameOutcome(Termination.DRAW_RULE, None, DrawRule.REPETITION)
+        limit = self._rules.quiet_plies
         if limit is not None and self._quiet_plies >= limit:
-            return Outcome(Termination.NO_PROGRESS, None)
-        if self._endgame is not None and self._endgame_plies >= self._endgame[1]:
-            return Outcome(Termination.ENDGAME_RULE, None)
+            return GameOutcome(Termination.DRAW_RULE, None, DrawRule.NO_PROGRESS)
+        if any(plies >= self._endgame_limits[tag] for tag, plies in self._endgame_plies.items()):
+            return GameOutcome(Termination.DRAW_RULE, None, DrawRule.ENDGAME_RULE)
         return None
 
     def is_over(self) -> bool:
@@ -176,11 +182,11 @@ def _long_diagonal(position: Position) -> int:
     return mask
 
 
-def _endgame_rule(position: Position) -> tuple[object, int] | None:
-    """(configuration tag, ply limit) of the material-based draw rule in force, if any."""
+def _endgame_rules(position: Position) -> list[tuple[object, int]]:
+    """(configuration tag, ply limit) of every material-based draw count in force."""
     v = position.variant
-    if v not in (Variant.INTERNATIONAL, Variant.RUSSIAN, Variant.BRAZILIAN):
-        return None
+    if v not in (Variant.INTERNATIONAL, Variant.RUSSIAN, Variant.BRAZILIAN, Variant.POOL):
+        return []
     w, b, k = position._white, position._black, position._kings
     wk, bk = (w & k).bit_count(), (b & k).bit_count()
     wn, bn = w.bit_count(), b.bit_count()
@@ -189,27 +195,30 @@ def _endgame_rule(position: Position) -> tuple[object, int] | None:
         lone, strong_n, strong_k = w, bn, bk
     elif bn == 1 and bk == 1 and wk >= 1:
         lone, strong_n, strong_k = b, wn, wk
+    if v is Variant.POOL:
+        # APCA playing rules: three kings against a lone king, 13 moves each.
+        return [("apca-three-kings", 26)] if lone is not None and strong_n == strong_k == 3 else []
     if v is Variant.INTERNATIONAL:
         if lone is None:
-            return None
+            return []
         if strong_n <= 2:
-            return ("fmjd-6.5", 10)
+            return [("fmjd-king-against-two", 10)]
         if strong_n == 3:
-            return ("fmjd-6.4", 32)
-        return None
+            return [("fmjd-king-against-three", 32)]
+        return []
+    rules: list[tuple[object, int]] = []
     if lone is not None:
         if strong_n <= 2:
-            return ("fmjd64-7.2.8", 10)
-        if strong_n == 3 and lone & _long_diagonal(position):
-            return ("fmjd64-7.2.7", 10)
-        if strong_k == strong_n:
-            return (("fmjd64-7.2.4", strong_n), 30)
-        return None
+            rules.append(("fmjd64-7.2.8", 10))
+        elif strong_n == 3 and lone & _long_diagonal(position):
+            rules.append(("fmjd64-7.2.7", 10))
+        if strong_n >= 3 and strong_k == strong_n:
+            rules.append((("fmjd64-7.2.4", strong_n), 30))
     if wk >= 1 and bk >= 1:
-        total = wn + bn
+        # 7.2.6 also holds beside a lone king: the other counts do not replace it.
         material = (wn, bn, wk, bk)
-        if total in (4, 5):
-            return (("fmjd64-7.2.6", material), 60)
-        if total in (6, 7):
-            return (("fmjd64-7.2.6", material), 120)
-    return None
+        if wn + bn in (4, 5):
+            rules.append((("fmjd64-7.2.6", material), 60))
+        elif wn + bn in (6, 7):
+            rules.append((("fmjd64-7.2.6", material), 120))
+    return rules

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from dataclasses import dataclass, field
 
 from arbiter.draughts._board import Notation, build_notation
 from arbiter.draughts._movegen import Engine, RawMove, apply, build_engine
 from arbiter.draughts.errors import AmbiguousMoveError, FenError, IllegalMoveError
-from arbiter.draughts.variants import Color, Numbering, Variant, variant_by_name
+from arbiter.draughts.variants import Numbering, Variant, variant_by_name
+from arbiter.vocabulary import Side
 
 Square = int  # a square number in the variant's standard numbering (1-based)
 
@@ -26,9 +28,9 @@ class Piece(enum.StrEnum):
     BLACK_KING = "B"
 
     @property
-    def color(self) -> Color:
+    def side(self) -> Side:
         """The side owning the piece."""
-        return Color.WHITE if self in (Piece.WHITE_MAN, Piece.WHITE_KING) else Color.BLACK
+        return Side.WHITE if self in (Piece.WHITE_MAN, Piece.WHITE_KING) else Side.BLACK
 
     @property
     def is_king(self) -> bool:
@@ -135,7 +137,7 @@ class Position:
     """
 
     variant: Variant
-    turn: Color
+    turn: Side
     _white: int
     _black: int
     _kings: int
@@ -165,10 +167,10 @@ class Position:
         fields = [f.strip() for f in text.split(":")]
         if not fields or fields[0].upper() not in ("W", "B"):
             raise FenError(f"FEN {fen!r}: must start with the side to move, W or B (e.g. 'W:W31-50:B1-20')")
-        turn = Color.WHITE if fields[0].upper() == "W" else Color.BLACK
-        boards = {Color.WHITE: 0, Color.BLACK: 0}
+        turn = Side.WHITE if fields[0].upper() == "W" else Side.BLACK
+        boards = {Side.WHITE: 0, Side.BLACK: 0}
         kings = 0
-        seen_sides: set[Color] = set()
+        seen_sides: set[Side] = set()
         for part in fields[1:]:
             if not part:
                 continue
@@ -178,7 +180,7 @@ class Position:
                 if re.fullmatch(r"[HF]\d+", part, re.IGNORECASE):
                     continue
                 raise FenError(f"FEN {fen!r}: field {part!r} should start with W or B")
-            side = Color.WHITE if m.group(1).upper() == "W" else Color.BLACK
+            side = Side.WHITE if m.group(1).upper() == "W" else Side.BLACK
             if side in seen_sides:
                 raise FenError(f"FEN {fen!r}: the {side.value} pieces are listed twice")
             seen_sides.add(side)
@@ -187,12 +189,12 @@ class Position:
                 body = item[1:] if king else item
                 for square in _fen_squares(v, notation, fen, body):
                     bit = notation.square_bit[square]
-                    if (boards[Color.WHITE] | boards[Color.BLACK]) & bit:
+                    if (boards[Side.WHITE] | boards[Side.BLACK]) & bit:
                         raise FenError(f"FEN {fen!r}: square {square} is given twice")
                     boards[side] |= bit
                     if king:
                         kings |= bit
-        pos = cls(v, turn, boards[Color.WHITE], boards[Color.BLACK], kings)
+        pos = cls(v, turn, boards[Side.WHITE], boards[Side.BLACK], kings)
         problem = pos._illegality()
         if problem:
             raise FenError(f"FEN {fen!r}: {problem}")
@@ -201,9 +203,9 @@ class Position:
     def _illegality(self) -> str | None:
         geo = _NOTATIONS[self.variant].geometry
         limit = 20 if geo.size == 10 else 12
-        for color, bb in ((Color.WHITE, self._white), (Color.BLACK, self._black)):
+        for side, bb in ((Side.WHITE, self._white), (Side.BLACK, self._black)):
             if bb.bit_count() > limit:
-                return f"{color.value} has {bb.bit_count()} pieces, more than the {limit} of a {self.variant} game"
+                return f"{side.value} has {bb.bit_count()} pieces, more than the {limit} of a {self.variant} game"
         if (self._white & ~self._kings) & geo.rows[0]:
             return "a white man stands on White's crowning row"
         if (self._black & ~self._kings) & geo.rows[-1]:
@@ -216,10 +218,10 @@ class Position:
         """The position as a PDN FEN, squares in increasing order, e.g. ``W:W31,32:B1,K2``."""
         notation = _NOTATIONS[self.variant]
         parts = [self.turn.letter]
-        for color, bb in ((Color.WHITE, self._white), (Color.BLACK, self._black)):
+        for side, bb in ((Side.WHITE, self._white), (Side.BLACK, self._black)):
             squares = sorted(notation.bit_square[b] for b in _bits(bb))
             items = [("K" if notation.square_bit[s] & self._kings else "") + str(s) for s in squares]
-            parts.append(color.letter + ",".join(items))
+            parts.append(side.letter + ",".join(items))
         return ":".join(parts)
 
     @property
@@ -246,9 +248,9 @@ class Position:
             return Piece.BLACK_KING if king else Piece.BLACK_MAN
         return None
 
-    def count(self, color: Color, kings: bool | None = None) -> int:
-        """How many pieces `color` has (only kings, only men, or all when `kings` is None)."""
-        bb = self._white if color is Color.WHITE else self._black
+    def count(self, side: Side, kings: bool | None = None) -> int:
+        """How many pieces `side` has (only kings, only men, or all when `kings` is None)."""
+        bb = self._white if side is Side.WHITE else self._black
         if kings is True:
             bb &= self._kings
         elif kings is False:
@@ -258,7 +260,7 @@ class Position:
     @property
     def key(self) -> tuple[int, int, int, bool]:
         """A hashable summary of the placement and side to move (for repetition counts)."""
-        return (self._white, self._black, self._kings, self.turn is Color.WHITE)
+        return (self._white, self._black, self._kings, self.turn is Side.WHITE)
 
     def __repr__(self) -> str:
         return f"Position.from_fen({self.variant.value!r}, {self.to_fen()!r})"
@@ -278,7 +280,7 @@ class Position:
 
     def _build_moves(self) -> tuple[Move, ...]:
         notation = _NOTATIONS[self.variant]
-        raw = _ENGINES[self.variant].moves(self._white, self._black, self._kings, self.turn is Color.WHITE)
+        raw = _ENGINES[self.variant].moves(self._white, self._black, self._kings, self.turn is Side.WHITE)
         if not raw:
             return ()
         sq = notation.bit_square
@@ -308,7 +310,7 @@ class Position:
     def _routes(self) -> dict[tuple[int, ...], list[tuple[Square, ...]]]:
         """Every route of each legal capture, duplicates included (any of them parses)."""
         sq = _NOTATIONS[self.variant].bit_square
-        raws = _ENGINES[self.variant].routes(self._white, self._black, self._kings, self.turn is Color.WHITE)
+        raws = _ENGINES[self.variant].routes(self._white, self._black, self._kings, self.turn is Side.WHITE)
         routes: dict[tuple[int, ...], list[tuple[Square, ...]]] = {}
         for m in raws:
             routes.setdefault(m[:4], []).append(tuple(sq[b] for b in m[4]))
@@ -366,24 +368,36 @@ class Position:
         return self._apply(move._raw)
 
     def _apply(self, raw: RawMove) -> Position:
-        w, b, k = apply(self._white, self._black, self._kings, self.turn is Color.WHITE, raw)
-        return Position(self.variant, self.turn.opponent, w, b, k)
+        w, b, k = apply(self._white, self._black, self._kings, self.turn is Side.WHITE, raw)
+        return Position(self.variant, self.turn.other, w, b, k)
 
     def is_game_over(self) -> bool:
         """Whether the side to move has no legal move (and so has lost)."""
         return not self.legal_moves()
 
 
-def perft(position: Position, depth: int) -> int:
-    """The number of leaf nodes `depth` plies below `position` (distinct moves only).
+def perft(position: Position, depth: int, every_route: bool = False) -> int:
+    """The number of leaf nodes `depth` plies below `position`.
+
+    By default each distinct move counts once: captures taking the same pieces
+    from the same square to the same square are one move, whatever their route
+    (the FMJD convention). With `every_route`, each route of a capture counts,
+    one per order in which the pieces are taken: the convention of the perft
+    tables published with "duplicates kept".
 
     The last ply is bulk-counted: the moves of each depth-1 position are counted,
     not played (quiet moves by popcount), as perft programs customarily do.
     """
     if depth < 0:
         raise ValueError(f"perft depth must be >= 0, got {depth}")
-    engine = _ENGINES[position.variant]
-    return engine.perft(position._white, position._black, position._kings, position.turn is Color.WHITE, depth)
+    engine = _route_engine(position.variant) if every_route else _ENGINES[position.variant]
+    return engine.perft(position._white, position._black, position._kings, position.turn is Side.WHITE, depth)
+
+
+@functools.cache
+def _route_engine(variant: Variant) -> Engine:
+    """The move generator of `variant` that keeps every capture route (built on first use)."""
+    return build_engine(variant.rules, merge_duplicates=False)
 
 
 def _bits(bb: int) -> list[int]:

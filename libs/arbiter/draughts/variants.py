@@ -11,7 +11,8 @@ Rule sources (cited where each rule is applied in `_movegen` and `game`):
   capture priorities, board with the dark corner on the player's right).
 - pool: American Pool Checkers (flying kings, men take backwards, free choice).
 - spanish: Spanish draughts (men take forward only, flying kings, most pieces
-  then most kings).
+  then most kings), in Spanish notation: squares counted from White's side.
+Draw rules and notation choices, with their sources: docs/rules.md.
 """
 
 from __future__ import annotations
@@ -20,23 +21,7 @@ import enum
 from dataclasses import dataclass
 
 from arbiter.draughts.errors import UnknownVariantError
-
-
-class Color(enum.StrEnum):
-    """A side. WHITE always sits on the high-numbered squares (bottom of the diagram)."""
-
-    WHITE = "white"
-    BLACK = "black"
-
-    @property
-    def opponent(self) -> Color:
-        """The other side."""
-        return Color.BLACK if self is Color.WHITE else Color.WHITE
-
-    @property
-    def letter(self) -> str:
-        """The FEN letter of this side: "W" or "B"."""
-        return "W" if self is Color.WHITE else "B"
+from arbiter.vocabulary import Side
 
 
 class Precedence(enum.StrEnum):
@@ -55,8 +40,12 @@ class Numbering(enum.StrEnum):
     # (international, english, russian, brazilian, pool).
     STANDARD = "standard"
     # Square 1 is the top-left corner; the bottom-right corner is dark
-    # (FID italian numbering, "Regolamento tecnico" art. 2.3-2.4; spanish).
+    # (FID italian numbering, "Regolamento tecnico" art. 2.3-2.4).
     MIRRORED = "mirrored"
+    # Square 1 is the bottom-right corner, White's; numbers run right to left, row
+    # by row up the board, so White starts on 1-12: the FID numbering turned half
+    # round (Portuguese federation's classic rules, art. 3; spanish). See docs/rules.md.
+    SPANISH = "spanish"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +53,7 @@ class Rules:
     """Everything that tells one variant from another."""
 
     size: int
-    first: Color
+    first: Side
     numbering: Numbering
     men_capture_backward: bool
     men_capture_kings: bool
@@ -93,7 +82,7 @@ class Variant(enum.StrEnum):
 _RULES: dict[Variant, Rules] = {
     Variant.INTERNATIONAL: Rules(
         size=10,
-        first=Color.WHITE,
+        first=Side.WHITE,
         numbering=Numbering.STANDARD,
         men_capture_backward=True,
         men_capture_kings=True,
@@ -103,7 +92,7 @@ _RULES: dict[Variant, Rules] = {
     ),
     Variant.BRAZILIAN: Rules(
         size=8,
-        first=Color.WHITE,
+        first=Side.WHITE,
         numbering=Numbering.STANDARD,
         men_capture_backward=True,
         men_capture_kings=True,
@@ -113,7 +102,7 @@ _RULES: dict[Variant, Rules] = {
     ),
     Variant.RUSSIAN: Rules(
         size=8,
-        first=Color.WHITE,
+        first=Side.WHITE,
         numbering=Numbering.STANDARD,
         men_capture_backward=True,
         men_capture_kings=True,
@@ -123,7 +112,7 @@ _RULES: dict[Variant, Rules] = {
     ),
     Variant.ENGLISH: Rules(
         size=8,
-        first=Color.BLACK,
+        first=Side.BLACK,
         numbering=Numbering.STANDARD,
         men_capture_backward=False,
         men_capture_kings=True,
@@ -133,7 +122,7 @@ _RULES: dict[Variant, Rules] = {
     ),
     Variant.ITALIAN: Rules(
         size=8,
-        first=Color.WHITE,
+        first=Side.WHITE,
         numbering=Numbering.MIRRORED,
         men_capture_backward=False,
         men_capture_kings=False,
@@ -143,7 +132,7 @@ _RULES: dict[Variant, Rules] = {
     ),
     Variant.POOL: Rules(
         size=8,
-        first=Color.BLACK,
+        first=Side.BLACK,
         numbering=Numbering.STANDARD,
         men_capture_backward=True,
         men_capture_kings=True,
@@ -153,8 +142,8 @@ _RULES: dict[Variant, Rules] = {
     ),
     Variant.SPANISH: Rules(
         size=8,
-        first=Color.WHITE,
-        numbering=Numbering.MIRRORED,
+        first=Side.WHITE,
+        numbering=Numbering.SPANISH,
         men_capture_backward=False,
         men_capture_kings=True,
         flying_kings=True,

@@ -7,8 +7,22 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any, Protocol, TypeAlias
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+
+# A connection as `asyncpg.connect` makes it or as `pool.acquire()` lends it (a proxy answering the same calls).
+Connection: TypeAlias = asyncpg.Connection | PoolConnectionProxy
+# Where one statement can run: a connection, or the pool, which lends one for the statement.
+Executor: TypeAlias = Connection | asyncpg.Pool
+
+
+class Row(Protocol):
+    """A row read by column name: an asyncpg.Record, or a plain dict where a test builds one."""
+
+    def __getitem__(self, column: str, /) -> Any: ...
+
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 _MIGRATION_FILE = re.compile(r"^\d{3}_[a-z0-9_]+\.sql$")
@@ -46,6 +60,18 @@ def kit_migrations() -> list[Migration]:
     return migrations_in(Path(str(resources.files("arbiter.kit") / "migrations")), "kit")
 
 
+def present(row: asyncpg.Record | None, what: str) -> asyncpg.Record:
+    """`row`, read again after it was found or written (such rows are never deleted); LookupError if missing."""
+    if row is None:
+        raise LookupError(f"{what} is missing, though it was found or written before")
+    return row
+
+
+async def fetch_one(db: Executor, query: str, *args: object) -> asyncpg.Record:
+    """The row of a query that always returns one (an aggregate, or a row just written)."""
+    return present(await db.fetchrow(query, *args), f"the row of {query!r}")
+
+
 async def _init_connection(connection: asyncpg.Connection) -> None:
     await connection.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
     await connection.set_type_codec("json", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
@@ -55,8 +81,8 @@ async def _keep_session(connection: asyncpg.Connection) -> None:
     """Release without asyncpg's reset query (see create_pool)."""
 
 
-async def create_pool(dsn: str, schema: str, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
-    """A pool whose connections see `schema` first on their search path."""
+async def create_pool(dsn: str, schema: str, min_size: int = 1, max_size: int = 10, replica: str = "") -> asyncpg.Pool:
+    """A pool whose connections see `schema` first on their search path, named to the server after it and `replica`."""
     check_schema_name(schema)
     # asyncpg's default reset (UNLISTEN, RESET ALL, advisory unlock) costs a round trip on every
     # release: a pool.fetch was two round trips instead of one. Nothing here leaves session
@@ -66,12 +92,12 @@ async def create_pool(dsn: str, schema: str, min_size: int = 1, max_size: int = 
     # transaction on release.
     # Every statement is planned for its own parameters. Ours take batches of 1 to 2,000 ids in
     # arrays, and a generic plan cached while the tables were small kept scanning them whole as they
-    # grew: pairing's read of 61 results took 48 ms against 8,600 stored events, its apply of 8 took
-    # 11 ms against 12,000 games, and both grew with every result (issue 9 note). A custom plan also
-    # sees the tables' current size, even before autovacuum has analysed them.
+    # grew, each read slower with every result stored (figures: docs/performance.md). A custom plan
+    # also sees the tables' current size, even before autovacuum has analysed them.
+    name = f"arbiter-{schema}/{replica}" if replica else f"arbiter-{schema}"
     return await asyncpg.create_pool(
         dsn, min_size=min_size, max_size=max_size, init=_init_connection, reset=_keep_session,
-        server_settings={"search_path": f"{schema},public", "application_name": f"arbiter-{schema}",
+        server_settings={"search_path": f"{schema},public", "application_name": name,
                          "plan_cache_mode": "force_custom_plan"},
     )
 

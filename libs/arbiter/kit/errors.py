@@ -59,3 +59,16 @@ class ResourceExhausted(ServiceError):
     def __init__(self, message: str, retry_after_ms: int = 0) -> None:
         super().__init__(message)
         self.retry_after_ms = retry_after_ms
+
+
+class Unavailable(ServiceError):
+    """Something this call needs is out of reach for now; calling again later may succeed."""
+
+    code = grpc.StatusCode.UNAVAILABLE
+
+
+class RetryLater(Exception):
+    """Raised by a handler whose work must be done again, the event being sound (state it relied on was lost).
+
+    The consumer retries it for as long as it lasts and never sets the event aside.
+    """

@@ -14,8 +14,9 @@ T = TypeVar("T")
 EventLoop = Literal["uvloop", "asyncio"]
 EVENT_LOOPS: Final[tuple[EventLoop, ...]] = get_args(EventLoop)
 DEFAULT_EVENT_LOOP: Final[EventLoop] = "uvloop"
-# Ctrl-C, and what `kill` and `timeout` send.
-STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
+# Ctrl-C, what `kill` and `timeout` send, and the hang-up of a closed terminal or a dropped SSH session:
+# its default action ended `arbiter up` without stopping what it started (issue 40).
+STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def run_on(event_loop: EventLoop, main: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -10,6 +10,7 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from arbiter.contracts import events_pb2 as ev
+from arbiter.kit.trace import chain_start, current_scope, trace_of_key
 
 
 @dataclass(frozen=True)
@@ -113,9 +114,14 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FIRST_SECOND, _LAST_SECOND = -62_135_596_800, 253_402_300_799
 
 
-def stamp_meta(event: Message, producer: str, occurred_at: datetime | Timestamp, causation_id: str = "") -> Message:
-    """Fill `event.meta` (event id, time, producer) unless an event id is already set."""
-    meta = event.meta  # type: ignore[attr-defined]
+def stamp_meta(event: Message, producer: str, occurred_at: datetime | Timestamp, causation_id: str = "",
+               trace_id: str = "") -> Message:
+    """Fill what `event.meta` lacks: event id, time, producer, causation and trace ids.
+
+    The trace id, unless given: the one of the work in hand (`arbiter.kit.trace`: the call or
+    event this one follows from), else the event's own id, as it starts a chain.
+    """
+    meta = event.meta  # type: ignore[attr-defined]  # every event has an EventMeta; Message does not say so
     if not meta.event_id:
         meta.event_id = new_event_id()
     if not meta.HasField("occurred_at"):
@@ -126,4 +132,45 @@ def stamp_meta(event: Message, producer: str, occurred_at: datetime | Timestamp,
         meta.producer = producer
     if causation_id and not meta.causation_id:
         meta.causation_id = causation_id
+    if not meta.trace_id:
+        meta.trace_id = trace_id or _inherited_trace(event) or chain_start(meta.event_id)
     return event
+
+
+def _inherited_trace(event: Message) -> str:
+    """The trace id the work in hand passes to an event it adds; "" when it passes none."""
+    scope = current_scope()
+    if scope is None:
+        return ""
+    trace = scope.single()
+    if trace:
+        return trace
+    topic = _BY_MESSAGE.get(type(event))
+    return "" if topic is None else trace_of_key(topic.key_of(event))
+
+
+# Who may produce each topic: the Kafka user of each service (its service name) and the play site's
+# ("play-site"), from what each one publishes (docs/asyncapi/). Brokers that enforce ACLs grant
+# Write on a topic to these users only (deploy/kafka/setup.sh).
+PLAY_SITE_USER = "play-site"
+PRODUCERS: dict[str, frozenset[str]] = {
+    GAME_REQUESTED.name: frozenset({"pairing", "arena"}),
+    GAME_STARTED.name: frozenset({PLAY_SITE_USER}),
+    MOVE_MADE.name: frozenset({PLAY_SITE_USER}),
+    PRESENCE_CHANGED.name: frozenset({PLAY_SITE_USER}),
+    # T-15 and T-18: pairing scores the games it closes or forfeits itself.
+    GAME_FINISHED.name: frozenset({PLAY_SITE_USER, "pairing"}),
+    GAME_ABANDONED.name: frozenset({"clock"}),
+    CLOCK_FLAGGED.name: frozenset({"clock"}),
+    CLOCK_STATE.name: frozenset({"clock"}),
+    BOOST_TAKEN.name: frozenset({"arena"}),
+    TOURNAMENT_CREATED.name: frozenset({"pairing"}),
+    TOURNAMENT_STARTED.name: frozenset({"pairing"}),
+    ROUND_PAIRED.name: frozenset({"pairing"}),
+    TOURNAMENT_FINISHED.name: frozenset({"pairing"}),
+    TOURNAMENT_CANCELLED.name: frozenset({"pairing"}),
+    ARENA_CREATED.name: frozenset({"arena"}),
+    ARENA_FINISHED.name: frozenset({"arena"}),
+    RATING_UPDATED.name: frozenset({"rating"}),
+    OPENING_DRAWN.name: frozenset({"openings"}),
+}

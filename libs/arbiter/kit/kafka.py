@@ -3,45 +3,91 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.cluster import ClusterMetadata
+from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 from aiokafka.partitioner import DefaultPartitioner
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker
-from faststream.kafka.prometheus import KafkaPrometheusMiddleware
+from faststream.security import BaseSecurity, SASLScram256, SASLScram512
 from google.protobuf.message import DecodeError, Message
 
 from arbiter.kit.events import ALL_TOPICS, Topic
+from arbiter.kit.fields import event_check
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import OutboxRecord, UnpublishableEvent
+from arbiter.kit.partitions import caught_up, co_partitioned, key_settled
 from arbiter.kit.pause import pause
-from arbiter.kit.settings import BROKER_MAX_MESSAGE_BYTES, KitSettings
+from arbiter.kit.poison import ConsumerGuard, ConsumerNews, SetAside
+from arbiter.kit.settings import BROKER_MAX_MESSAGE_BYTES, KafkaSecuritySettings, KitSettings
+from arbiter.kit.trace import TRACE_HEADER, payload_trace
 
 log = logging.getLogger(__name__)
 
 # What a handler reports back: "handled", "duplicate" or "ignored" (counted per topic).
 Outcome = str
-SingleHandler = Callable[[Message], Awaitable[Outcome | None]]
-BatchHandler = Callable[[list[Message]], Awaitable[Outcome | None]]
+# A handler takes its topic's message type, which a Topic does not carry for the type checker: Any.
+SingleHandler = Callable[[Any], Awaitable[Outcome | None]]
+BatchHandler = Callable[[list[Any]], Awaitable[Outcome | None]]
 # Records with their Kafka timestamps (ms), for reads that care when each was published.
 StampedHandler = Callable[[list[tuple[int, Any]]], Awaitable[None]]
-# A failing handler is retried from the same offset; the pause keeps a poison event from spinning.
-RETRY_PAUSE_SECONDS = 0.5
 
 
-def make_broker(settings: KitSettings, service: str, metrics: Metrics) -> KafkaBroker:
-    """A FastStream Kafka broker for `service` with Prometheus middleware on its registry."""
+def kafka_security(settings: KafkaSecuritySettings) -> dict[str, Any]:
+    """The aiokafka keyword arguments that authenticate a client (KAFKA_SECURITY_PROTOCOL, KAFKA_SASL_*).
+
+    Every producer, consumer and admin client of ours takes them; {} for PLAINTEXT.
+    """
+    if settings.kafka_security_protocol == "PLAINTEXT":
+        return {}
+    options: dict[str, Any] = {
+        "security_protocol": settings.kafka_security_protocol,
+        "sasl_mechanism": settings.kafka_sasl_mechanism,
+        "sasl_plain_username": settings.kafka_sasl_username,
+        "sasl_plain_password": settings.kafka_sasl_password.get_secret_value(),
+    }
+    if settings.kafka_security_protocol == "SASL_SSL":
+        from aiokafka.helpers import create_ssl_context
+
+        options["ssl_context"] = create_ssl_context()
+    return options
+
+
+def _broker_security(settings: KafkaSecuritySettings) -> BaseSecurity | None:
+    """`kafka_security` as FastStream's broker takes it."""
+    options = kafka_security(settings)
+    if not options:
+        return None
+    scram = SASLScram256 if options["sasl_mechanism"] == "SCRAM-SHA-256" else SASLScram512
+    return scram(options["sasl_plain_username"], options["sasl_plain_password"],
+                 ssl_context=options.get("ssl_context"), use_ssl="ssl_context" in options)
+
+
+def make_broker(settings: KitSettings, service: str) -> KafkaBroker:
+    """A FastStream Kafka broker for `service`.
+
+    Its Kafka series are the kit's own (arbiter_events_consumed_total, arbiter_event_handler_seconds,
+    arbiter_events_published_total, arbiter_consumer_lag), counted by `subscribe`, `subscribe_many`
+    and the outbox relay: FastStream's Prometheus middleware would add a second family of
+    faststream_* series counting the same records under other names.
+    """
     return KafkaBroker(
         settings.kafka_bootstrap_servers,
+        security=_broker_security(settings),
         client_id=f"arbiter-{service}",
         serializer=None,
-        middlewares=[KafkaPrometheusMiddleware(registry=metrics.registry, app_name=f"arbiter-{service}")],
         request_timeout_ms=30_000,
         logger=logging.getLogger(f"arbiter.{service}.kafka"),
         # FastStream's "Received"/"Processed" lines for every fetched batch, at DEBUG: at INFO they were
@@ -55,7 +101,7 @@ def poll_without_idle_sleep(subscriber: Any) -> Any:
 
     FastStream's batch subscriber sleeps as long as its poll after every empty one, and a record
     arriving in that sleep waits for it: a short poll bought latency with an idle loop of 1000 /
-    (2 x poll) turns a second, each a round of Python (about 1% of a core per consumer at 10 ms).
+    (2 x poll) turns a second, each a round of Python (tests/bench/bench_idle_services.py).
     aiokafka's getmany already returns as soon as records arrive, so here the poll alone waits,
     and only a poll that came back early and empty (a consumer that owns no partition) sleeps
     the rest of its time rather than spinning. The poll time and batch size are the ones the
@@ -79,54 +125,59 @@ def poll_without_idle_sleep(subscriber: Any) -> Any:
     return subscriber
 
 
-def _undecodable(metrics: Metrics, topic_name: str) -> None:
-    """Count and log a record that does not parse: it is skipped, or it would come back for ever."""
-    metrics.events_consumed.labels(metrics.service, topic_name, "undecodable").inc()
-    log.error("record skipped: it does not parse as this topic's message", extra={"topic": topic_name})
+def _following(catch_up: PartitionCatchUp | None) -> dict[str, Any]:
+    """The subscriber options that let `catch_up` follow a consumer and lay its partitions out alike."""
+    if catch_up is None:
+        return {}
+    return {"listener": catch_up, "partition_assignment_strategy": (catch_up.assignor, RoundRobinPartitionAssignor)}
 
 
-def _decoder(topic: Topic, metrics: Metrics) -> Callable[[Any], Awaitable[Any]]:
-    """Decode a record (None if it does not parse) or a batch (without those that do not)."""
-    def one(body: bytes) -> Message | None:
-        try:
-            return topic.decode(body)
-        except DecodeError:
-            _undecodable(metrics, topic.name)
-            return None
+async def _records_of(message: Any) -> tuple[Any, ...]:
+    """The decoder of every subscriber: the fetched records themselves, checked and decoded by the guard."""
+    raw = message.raw_message
+    return raw if isinstance(raw, tuple) else (raw,)
 
-    async def decode(message: Any) -> Any:
-        if isinstance(message.body, list):
-            return [event for event in map(one, message.body) if event is not None]
-        return one(message.body)
 
-    return decode
+async def _tolerant_parser(fetched: Any, parse: Callable[[Any], Awaitable[Any]]) -> Any:
+    """FastStream's parser, but a record whose header FastStream cannot read as text is parsed without headers.
+
+    FastStream decodes every header value as UTF-8 to build its own message; a header of other
+    bytes (or none) made it fail on the record at every delivery. Nothing here reads FastStream's
+    headers: the record keeps its own for the guard (and the set-aside table).
+    """
+    try:
+        return await parse(fetched)
+    except (UnicodeDecodeError, AttributeError):
+        if isinstance(fetched, tuple):
+            message = await parse(tuple(dataclasses.replace(record, headers=()) for record in fetched))
+        else:
+            message = await parse(dataclasses.replace(fetched, headers=()))
+        message.raw_message = fetched
+        return message
 
 
 def subscribe(
     broker: KafkaBroker, settings: KitSettings, metrics: Metrics, topic: Topic, group_id: str,
-    handler: SingleHandler | BatchHandler, *, batch: bool = False, max_records: int = 500,
+    handler: SingleHandler | BatchHandler, *, set_aside: SetAside, batch: bool = False, max_records: int = 500,
+    catch_up: PartitionCatchUp | None = None, news: ConsumerNews | None = None,
 ) -> Any:
     """Consume `topic` in consumer group `group_id`, committing only after `handler` succeeded.
 
     The handler must be idempotent (see `arbiter.kit.idempotency`): after a crash the
-    events since the last commit are delivered again.
+    events since the last commit are delivered again. It sees only events that passed the
+    kit's field rules; the rest, and any event it keeps failing on, go to `set_aside`
+    (`arbiter.kit.poison`). `catch_up` follows which partitions the consumer holds and has read up.
     """
-    service = metrics.service
     group_id = settings.kafka_group_prefix + group_id
+    metrics.expect_consumed([topic.name])
+    guard = ConsumerGuard(group_id, metrics, set_aside, [topic], settings.consumer_max_attempts,
+                          settings.consumer_retry_backoff_seconds, news)
+    # One shape for both: a single-event handler is called with the one event of its "batch".
+    as_batch: BatchHandler = handler if batch else (lambda events: handler(events[0]))
 
-    async def on_message(body: Any) -> None:
-        if body is None or (batch and not body):
-            return  # nothing in it parsed (counted while decoding)
-        started = time.perf_counter()
-        try:
-            outcome = await handler(body) or "handled"
-        except Exception:
-            metrics.events_consumed.labels(service, topic.name, "error").inc(len(body) if batch else 1)
-            log.exception("handler failed; the event will be delivered again", extra={"topic": topic.name})
-            await asyncio.sleep(RETRY_PAUSE_SECONDS)
-            raise
-        metrics.handler_latency.labels(service, topic.name).observe(time.perf_counter() - started)
-        metrics.events_consumed.labels(service, topic.name, outcome).inc(len(body) if batch else 1)
+    async def on_message(records: Any) -> None:
+        for accepted in (await guard.intake(records)).values():
+            await guard.run(topic.name, as_batch, accepted)
 
     options: dict[str, Any] = {
         "group_id": group_id,
@@ -137,67 +188,51 @@ def subscribe(
         # A fetch waits at most this long for new records: every hop of a result -> pairing chain pays it.
         "fetch_max_wait_ms": settings.kafka_fetch_max_wait_ms,
         "fetch_min_bytes": settings.kafka_fetch_min_bytes,
-        "decoder": _decoder(topic, metrics),
+        "parser": _tolerant_parser,
+        "decoder": _records_of,
         "title": f"{group_id}:{topic.name}",
         "description": f"{topic.message.DESCRIPTOR.full_name} consumed by {group_id}",
     }
     if batch:
         options.update(batch=True, max_records=max_records, batch_timeout_ms=settings.kafka_batch_poll_ms)
-    subscriber = broker.subscriber(topic.name, **options)
+    subscriber = broker.subscriber(topic.name, **options, **_following(catch_up))
     if batch:
         poll_without_idle_sleep(subscriber)
     subscriber(on_message)
+    if catch_up is not None:
+        catch_up.follow(lambda: getattr(subscriber, "consumer", None))
     return subscriber
 
 
 def subscribe_many(
     broker: KafkaBroker, settings: KitSettings, metrics: Metrics, handlers: Mapping[Topic, BatchHandler],
-    group_id: str, *, max_records: int = 500, fetch_min_bytes: int | None = None,
+    group_id: str, *, set_aside: SetAside, max_records: int = 500, fetch_min_bytes: int | None = None,
+    catch_up: PartitionCatchUp | None = None, news: ConsumerNews | None = None,
 ) -> Any:
     """Consume several topics with ONE consumer in group `group_id`; each topic's records go to its batch handler.
 
-    `fetch_min_bytes` replaces KAFKA_FETCH_MIN_BYTES for this consumer alone.
+    `fetch_min_bytes` replaces KAFKA_FETCH_MIN_BYTES for this consumer alone; `catch_up` follows
+    which partitions the consumer holds and has read up.
 
     One consumer per service instead of one per topic: a single group join at start and after a
     restart, and one fetch loop instead of many (on tansu every fetch loop polls at the fetch wait).
     Within a batch each topic's handler gets that topic's records in partition order, topics in
     the order of their first record. Records of different topics were never ordered relative to
     each other (separate partitions), so handlers must not rely on that. The offsets are committed
-    after every handler of the batch succeeded; if one fails the whole batch comes again, which
-    idempotent handlers absorb.
+    after every handler of the batch succeeded or set its poison aside (`arbiter.kit.poison`); if
+    one fails for an outage the whole batch comes again, which idempotent handlers absorb.
     """
     if not handlers:
         raise ValueError("subscribe_many needs at least one topic")
-    service = metrics.service
     group_id = settings.kafka_group_prefix + group_id
-    by_name = {topic.name: (topic, handler) for topic, handler in handlers.items()}
+    by_name = {topic.name: handler for topic, handler in handlers.items()}
+    metrics.expect_consumed(by_name)
+    guard = ConsumerGuard(group_id, metrics, set_aside, list(handlers), settings.consumer_max_attempts,
+                          settings.consumer_retry_backoff_seconds, news)
 
-    async def decode(message: Any) -> Any:
-        records = message.raw_message if isinstance(message.raw_message, tuple) else (message.raw_message,)
-        decoded = []
-        for record in records:
-            try:
-                decoded.append((record.topic, by_name[record.topic][0].decode(record.value or b"")))
-            except DecodeError:
-                _undecodable(metrics, record.topic)
-        return decoded
-
-    async def on_batch(body: Any) -> None:
-        grouped: dict[str, list[Message]] = {}
-        for topic_name, event in body:
-            grouped.setdefault(topic_name, []).append(event)
-        for topic_name, batch in grouped.items():
-            topic, handler = by_name[topic_name]
-            started = time.perf_counter()
-            try:
-                outcome = await handler(batch) or "handled"
-            except Exception:
-                metrics.events_consumed.labels(service, topic_name, "error").inc(len(batch))
-                log.exception("handler failed; the events will be delivered again", extra={"topic": topic_name})
-                await asyncio.sleep(RETRY_PAUSE_SECONDS)
-                raise
-            metrics.handler_latency.labels(service, topic_name).observe(time.perf_counter() - started)
-            metrics.events_consumed.labels(service, topic_name, outcome).inc(len(batch))
+    async def on_batch(records: Any) -> None:
+        for topic_name, accepted in (await guard.intake(records)).items():
+            await guard.run(topic_name, by_name[topic_name], accepted)
 
     names = sorted(by_name)
     subscriber = broker.subscriber(
@@ -209,13 +244,17 @@ def subscribe_many(
         heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
         fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
         fetch_min_bytes=settings.kafka_fetch_min_bytes if fetch_min_bytes is None else fetch_min_bytes,
-        decoder=decode,
+        parser=_tolerant_parser,
+        decoder=_records_of,
         batch=True, max_records=max_records, batch_timeout_ms=settings.kafka_batch_poll_ms,
         title=f"{group_id}:{','.join(names)}",
-        description=f"{', '.join(by_name[n][0].message.DESCRIPTOR.full_name for n in names)} consumed by {group_id}",
+        description=f"{', '.join(t.message.DESCRIPTOR.full_name for t in handlers)} consumed by {group_id}",
+        **_following(catch_up),
     )
     poll_without_idle_sleep(subscriber)
     subscriber(on_batch)
+    if catch_up is not None:
+        catch_up.follow(lambda: getattr(subscriber, "consumer", None))
     return subscriber
 
 
@@ -224,6 +263,7 @@ def make_producer(settings: KitSettings, client_id: str) -> AIOKafkaProducer:
     return AIOKafkaProducer(
         bootstrap_servers=settings.kafka_bootstrap_servers, client_id=client_id,
         acks="all", linger_ms=2, request_timeout_ms=30_000, max_batch_size=settings.kafka_producer_batch_bytes,
+        **kafka_security(settings),
     )
 
 
@@ -246,6 +286,10 @@ def partition_for_key(key: bytes, partitions: Sequence[int]) -> int:
 def outbox_publisher(producer: AIOKafkaProducer, max_message_bytes: int = BROKER_MAX_MESSAGE_BYTES,
                      ) -> Callable[[Sequence[OutboxRecord]], Awaitable[None]]:
     """Publish outbox records with their key and event headers, waiting for every acknowledgement.
+
+    The headers are `event-id`, `event-type` and `trace-id`: the record's copy of its payload's
+    trace id, or the payload's own for a record put in the outbox without the copy (a set-aside
+    event put back), so that header and payload always name the same chain.
 
     Records go straight to aiokafka as whole batches per partition: the relay is on every state
     change's path, and a `send` per record (partitioning, accumulator bookkeeping) was a quarter
@@ -270,6 +314,9 @@ def outbox_publisher(producer: AIOKafkaProducer, max_message_bytes: int = BROKER
             batch = producer.create_batch()
             for key, record in items:
                 headers = [("event-id", record.event_id.encode()), ("event-type", record.event_type.encode())]
+                trace = record.trace_id or payload_trace(record.payload)
+                if trace:
+                    headers.append((TRACE_HEADER, trace.encode()))
                 if batch.append(key=key, value=record.payload, timestamp=None, headers=headers) is None:
                     deliveries.append(await producer.send_batch(batch, topic, partition=partition))
                     batch = producer.create_batch()
@@ -316,7 +363,7 @@ async def read_window(settings: KitSettings, topic: Topic, since_ms: int, handle
     consumer = AIOKafkaConsumer(
         bootstrap_servers=settings.kafka_bootstrap_servers, client_id=client_id, group_id=None,
         enable_auto_commit=False, auto_offset_reset="earliest", request_timeout_ms=30_000,
-        fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+        fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms, **kafka_security(settings),
     )
     await consumer.start()
     try:
@@ -326,17 +373,18 @@ async def read_window(settings: KitSettings, topic: Topic, since_ms: int, handle
         consumer.assign(partitions)
         beginnings = await consumer.beginning_offsets(partitions)
         ends = await consumer.end_offsets(partitions)
-        starts = await consumer.offsets_for_times({tp: since_ms for tp in partitions})
+        starts = await consumer.offsets_for_times(dict.fromkeys(partitions, since_ms))
         reading: set[TopicPartition] = set()
         for tp in partitions:
             if ends[tp] <= beginnings[tp]:
                 consumer.pause(tp)
                 continue
             # At the latest from the last record: tansu's end offset is one past the first record of
-            # its last batch (devstack.chaos.true_ends), and a fetch from there brings the whole batch.
+            # its last batch (arbiter_tools.chaos.true_ends), and a fetch from there brings the whole batch.
             found = starts.get(tp)
             consumer.seek(tp, min(found.offset, ends[tp] - 1) if found is not None else ends[tp] - 1)
             reading.add(tp)
+        check = event_check(topic.message.DESCRIPTOR, (topic.key_field,))
         passed = 0
         idle_polls = 0
         while reading:
@@ -350,10 +398,19 @@ async def read_window(settings: KitSettings, topic: Topic, since_ms: int, handle
                     if record.timestamp < since_ms:
                         continue
                     try:
-                        stamped.append((record.timestamp, topic.decode(record.value or b"")))
+                        event = topic.decode(record.value or b"")
                     except DecodeError:
                         log.warning("skipped a record that does not decode",
                                     extra={"topic": topic.name, "partition": tp.partition, "offset": record.offset})
+                        continue
+                    # The consumers of the topic set such a record aside; a rebuild only passes it by.
+                    problem = check(event)
+                    if problem is not None:
+                        log.warning("skipped a record that breaks the field rules", extra={
+                            "topic": topic.name, "partition": tp.partition, "offset": record.offset,
+                            "problem": problem})
+                        continue
+                    stamped.append((record.timestamp, event))
             for start in range(0, len(stamped), max_records):
                 await handle(stamped[start:start + max_records])
             passed += len(stamped)
@@ -370,7 +427,7 @@ async def read_window(settings: KitSettings, topic: Topic, since_ms: int, handle
         await consumer.stop()
 
 
-def owns_every_partition(consumer: AIOKafkaConsumer | None) -> bool:
+def owns_every_partition(consumer: AIOKafkaConsumer | None) -> TypeGuard[AIOKafkaConsumer]:
     """Whether `consumer` is assigned every partition of the topics it subscribes to: no other consumes them."""
     topics = consumer.subscription() if consumer is not None else set()
     if consumer is None or not topics:
@@ -409,21 +466,206 @@ class SoleConsumer:
         return now - self._since >= self.settle_seconds
 
 
-async def ensure_topics(bootstrap_servers: str, partitions: int, topics: Sequence[Topic] = ALL_TOPICS) -> None:
-    """Create the topics that do not exist yet (idempotent, safe with replicas starting together)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=30_000)
-    await admin.start()
+class CoPartitionAssignor(AbstractPartitionAssignor):
+    """Gives partition `p` of every topic to one process in every group it shares (`partitions.co_partitioned`).
+
+    One instance per process, shared by its consumers: its token rides in each member's join
+    metadata, so the groups of the same processes lay partitions out alike. A group whose
+    members do not all offer it (a rolling upgrade) falls back to round robin.
+    """
+
+    name = "arbiter-copartition"
+    version = 0
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def metadata(self, topics: Any) -> ConsumerProtocolMemberMetadata:
+        """The member's subscription, with this process's token as user data."""
+        return ConsumerProtocolMemberMetadata(self.version, list(topics), self.token.encode())
+
+    def assign(self, cluster: ClusterMetadata,
+               members: Mapping[str, ConsumerProtocolMemberMetadata]) -> dict[str, ConsumerProtocolMemberAssignment]:
+        """Run by the group's leader: every subscribed partition to the member `co_partitioned` picks."""
+        subscribed = {member: ((metadata.user_data or b"").decode(errors="replace"), set(metadata.subscription))
+                      for member, metadata in members.items()}
+        partitions = {topic: cluster.partitions_for_topic(topic) or set()
+                      for _token, topics in subscribed.values() for topic in topics}
+        layout = co_partitioned(subscribed, partitions)
+        return {member: ConsumerProtocolMemberAssignment(self.version, sorted(layout[member].items()), b"")
+                for member in members}
+
+    def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:
+        """Nothing kept: the layout is computed afresh at every rebalance."""
+
+
+class PartitionCatchUp(ConsumerRebalanceListener):
+    """Which partitions one consumer holds and has read up to the end offset they had when it got them.
+
+    The consumer's rebalance listener (`subscribe(catch_up=...)`). A partition handed over may hold
+    the previous holder's unread events; it counts as read up once the group's committed offset
+    (what the handlers finished) reaches the end offset read after the handover (`partitions.caught_up`).
+    """
+
+    def __init__(self, assignor: CoPartitionAssignor) -> None:
+        self.assignor = assignor
+        self._consumer_of: Callable[[], AIOKafkaConsumer | None] = lambda: None
+        # Held partitions -> the end offset read after they came (None until read).
+        self._marks: dict[TopicPartition, int | None] = {}
+        self._settled: set[TopicPartition] = set()
+        # Counts handovers: offsets read across one (the listener runs between awaits) are not used.
+        self._handovers = 0
+
+    def follow(self, consumer_of: Callable[[], AIOKafkaConsumer | None]) -> None:
+        """Read offsets through the consumer `consumer_of` gives (none before it starts)."""
+        self._consumer_of = consumer_of
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        """Partitions taken away are no longer held (a rebalance hands them back as new)."""
+        self._handovers += 1
+        for partition in revoked:
+            self._marks.pop(partition, None)
+            self._settled.discard(partition)
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        """Partitions given are held but not read up: their end offset is read at the next look."""
+        self._handovers += 1
+        for partition in assigned:
+            self._marks[partition] = None
+            self._settled.discard(partition)
+
+    def consumer(self) -> AIOKafkaConsumer | None:
+        """The consumer followed, once started."""
+        return self._consumer_of()
+
+    async def settled(self) -> dict[str, frozenset[int]]:
+        """Held and read-up partitions by topic; reads the offsets it still needs (none once all are settled)."""
+        consumer = self._consumer_of()
+        if consumer is None:
+            return {}
+        held = consumer.assignment()
+        for partition in list(self._marks):
+            if partition not in held:
+                await self.on_partitions_revoked({partition})
+        new = {partition for partition in held if partition not in self._marks}
+        if new:
+            await self.on_partitions_assigned(new)
+        handovers = self._handovers
+        try:
+            unread = [partition for partition, mark in self._marks.items() if mark is None]
+            ends = await consumer.end_offsets(unread) if unread else {}
+            if handovers == self._handovers:
+                self._marks.update(ends)
+                for partition, mark in list(self._marks.items()):
+                    if partition in self._settled:
+                        continue
+                    committed = await consumer.committed(partition)
+                    if handovers != self._handovers:
+                        break
+                    if caught_up(mark, committed):
+                        self._settled.add(partition)
+        except (KafkaError, OSError, TimeoutError) as error:
+            # Not read up as far as this look knows: the next look asks again.
+            log.info("partition offsets unavailable", extra={"error": repr(error)})
+        by_topic: dict[str, set[int]] = {}
+        for partition in self._settled:
+            by_topic.setdefault(partition.topic, set()).add(partition.partition)
+        return {topic: frozenset(partitions) for topic, partitions in by_topic.items()}
+
+
+class SettledKeys:
+    """The keys this process may act on: their partition of every topic of every consumer held and read up."""
+
+    def __init__(self, catch_ups: Sequence[PartitionCatchUp], cached_keys: int = 65_536) -> None:
+        self.catch_ups = catch_ups
+        # murmur2 is pure Python: due games another replica decides are looked at again at every look.
+        self._partition_of = functools.lru_cache(maxsize=cached_keys)(self._place)
+
+    @staticmethod
+    def _place(key: str, partitions: tuple[int, ...]) -> int:
+        return partition_for_key(key.encode(), list(partitions))
+
+    async def view(self) -> Callable[[str], bool] | None:
+        """Whether a key may be acted on now; None when every partition is held and read up (every key may)."""
+        settled: dict[str, frozenset[int]] = {}
+        partitions: dict[str, list[int]] = {}
+        everything = True
+        for catch_up in self.catch_ups:
+            consumer = catch_up.consumer()
+            settled.update(await catch_up.settled())
+            if consumer is not None:
+                for topic in consumer.subscription():
+                    partitions[topic] = sorted(consumer.partitions_for_topic(topic) or ())
+            everything = everything and owns_every_partition(consumer)
+        if everything and all(set(partitions[topic]) <= settled.get(topic, frozenset()) for topic in partitions):
+            return None
+        if not partitions:
+            return lambda _key: False
+        # Topics of one partition count put a key on the same partition: one murmur2 per count.
+        topics_by_count: dict[tuple[int, ...], list[str]] = {}
+        for topic, topic_partitions in partitions.items():
+            topics_by_count.setdefault(tuple(topic_partitions), []).append(topic)
+
+        def decidable(key: str) -> bool:
+            placed: dict[str, int] = {}
+            for topic_partitions, topics in topics_by_count.items():
+                if not topic_partitions:
+                    return False  # the topic's metadata is not known yet
+                placed.update(dict.fromkeys(topics, self._partition_of(key, topic_partitions)))
+            return key_settled(placed, settled)
+
+        return decidable
+
+
+async def ensure_topics(bootstrap_servers: str, partitions: int, topics: Sequence[Topic] = ALL_TOPICS,
+                        security: Mapping[str, Any] | None = None) -> list[str]:
+    """Create the topics that do not exist yet (idempotent, safe with replicas starting together); return their names.
+
+    `security`: the client's `kafka_security` options.
+    """
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=30_000, **(security or {}))
     try:
+        # Inside: a readiness check that times out during the start still closes the client.
+        await admin.start()
         existing = set(await admin.list_topics())
         missing = [NewTopic(t.name, num_partitions=partitions, replication_factor=1) for t in topics
                    if t.name not in existing]
         if missing:
-            try:
+            with contextlib.suppress(TopicAlreadyExistsError):
                 await admin.create_topics(missing)
-            except TopicAlreadyExistsError:
-                pass
+        return [topic.name for topic in missing]
     finally:
         await admin.close()
+
+
+class TopicKeeper:
+    """The broker's side of readiness: it answers, and holds every topic of ours, those it lost created again.
+
+    A broker that comes back without its storage (tansu on memory, a Kafka whose disks were
+    replaced) has no topics: producers then fail with UnknownTopicOrPartition and consumers own no
+    partition, for good, while the broker answers every ping. The services create the topics at
+    start (`connect`), so they own them: each check creates again what is missing, and the
+    consumers' next metadata refresh finds them and rejoins their groups. The events the broker
+    held are gone with it; `arbiter republish` sends the outboxes' again (README.md, "Losing the broker").
+    """
+
+    def __init__(self, settings: KitSettings, metrics: Metrics, topics: Sequence[Topic] = ALL_TOPICS) -> None:
+        self.settings = settings
+        self.topics = topics
+        self.recreated = metrics.counter(
+            "arbiter_broker_topics_recreated_total",
+            "Topics of ours the broker no longer had (it lost its storage), created again by this replica",
+        ).labels(metrics.service)
+
+    async def check(self) -> bool:
+        """Whether the broker answers with every topic there, creating again the ones it lost."""
+        missing = await ensure_topics(self.settings.kafka_bootstrap_servers, self.settings.kafka_partitions,
+                                      self.topics, kafka_security(self.settings))
+        if missing:
+            self.recreated.inc(len(missing))
+            log.warning("the broker had lost topics of ours: created them again; what they held is gone "
+                        "(README.md, Losing the broker: arbiter republish)", extra={"topics": missing})
+        return True
 
 
 async def sample_consumer_lag(broker: KafkaBroker, metrics: Metrics) -> None:

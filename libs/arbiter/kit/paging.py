@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import base64
-from typing import Final
 
-# A page token longer than this is refused before it is decoded. Tokens that name a game id (the
-# rating history's) grow with it: this leaves ids of several thousand characters room.
-MAX_PAGE_TOKEN_LENGTH: Final = 8192
+from arbiter.kit.fields import TOKEN
+
+# A page token longer than this is refused before it is decoded (the token rule of kit.fields).
+MAX_PAGE_TOKEN_LENGTH = TOKEN.max_length
 
 
 def token_bytes(token: str) -> bytes:

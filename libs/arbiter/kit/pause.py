@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 
 async def pause(stop: asyncio.Event, seconds: float) -> None:
     """Wait `seconds`, or less if `stop` is set meanwhile."""
-    try:
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), seconds)
-    except TimeoutError:
-        pass

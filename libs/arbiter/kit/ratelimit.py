@@ -1,4 +1,4 @@
-"""Per-player rate limits on the calls people can spam (Create, Join, Leave): a token bucket in Redis."""
+"""Rate limits in Redis: per player on the calls people can spam (Create, Join, Leave), per subject on others."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from collections.abc import Callable
 import redis.asyncio as aioredis
 
 from arbiter.kit.errors import ResourceExhausted
+from arbiter.kit.fields import shown
 
 # One atomic step of a token bucket: refill for the time passed, then take `cost` or say how long to wait.
+# A negative cost gives tokens back, never above the capacity.
 _TAKE = """
 local capacity = tonumber(ARGV[1])
 local per_ms = tonumber(ARGV[2])
@@ -23,7 +25,7 @@ tokens = math.min(capacity, tokens + math.max(0, now - at) * per_ms)
 local allowed = 0
 local wait_ms = 0
 if tokens >= cost then
-  tokens = tokens - cost
+  tokens = math.min(capacity, tokens - cost)
   allowed = 1
 else
   wait_ms = math.ceil((cost - tokens) / per_ms)
@@ -60,15 +62,21 @@ class RateLimiter:
         if wait_ms:
             retry = max(1, math.ceil(wait_ms / 1000))
             raise ResourceExhausted(
-                f"player {player_id} made too many {action} calls; retry in {retry} s"
+                f"player {shown(player_id)} made too many {action} calls; retry in {retry} s"
                 f" (at most {self.capacity} in a burst)",
                 retry_after_ms=wait_ms,
             )
 
-    async def take(self, player_id: str, action: str) -> int:
-        """Take one call from the bucket: 0 when allowed, else the milliseconds until one is allowed."""
+    async def take(self, subject: str, action: str) -> int:
+        """Take one from `subject`'s bucket for `action`: 0 when allowed, else the milliseconds until one is."""
         allowed, wait_ms = await self._take(
-            keys=[f"ratelimit:{{{self.service}:{action}:{player_id}}}"],
-            args=[self.capacity, repr(self.per_ms), self.now_ms(), 1],
+            keys=[self._key(subject, action)], args=[self.capacity, repr(self.per_ms), self.now_ms(), 1],
         )
         return 0 if int(allowed) else max(1, int(wait_ms))
+
+    async def give_back(self, subject: str, action: str) -> None:
+        """Return one taken by `take` (the attempt it paid for turned out not to count)."""
+        await self._take(keys=[self._key(subject, action)], args=[self.capacity, repr(self.per_ms), self.now_ms(), -1])
+
+    def _key(self, subject: str, action: str) -> str:
+        return f"ratelimit:{{{self.service}:{action}:{subject}}}"

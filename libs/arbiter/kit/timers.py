@@ -11,39 +11,45 @@ from typing import Any
 
 import asyncpg
 
+from arbiter.kit.db import Connection
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.pause import pause
 from arbiter.kit.timesource import TimeSource
+from arbiter.kit.trace import TraceScope, current_trace_id, enter, leave
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Timer:
-    """A due action: what kind, when, with which payload."""
+    """A due action: what kind, when, with which payload, for which chain (its trace id, "" for none)."""
 
     timer_id: str
     kind: str
     due_at: datetime
     payload: dict[str, Any]
+    trace_id: str = ""
 
 
-TimerHandler = Callable[[asyncpg.Connection, Timer], Awaitable[None]]
+TimerHandler = Callable[[Connection, Timer], Awaitable[None]]
 
 
 async def schedule_timer(
-    connection: asyncpg.Connection, timer_id: str, kind: str, due_at: datetime, payload: Mapping[str, Any] | None = None
+    connection: Connection, timer_id: str, kind: str, due_at: datetime, payload: Mapping[str, Any] | None = None
 ) -> None:
-    """Store a timer (inside the caller's transaction); re-arming an unfired timer moves it."""
+    """Store a timer (inside the caller's transaction); re-arming an unfired timer moves it.
+
+    The timer keeps the trace id of the work in hand: what it does when it fires is part of the same chain.
+    """
     await connection.execute(
-        "INSERT INTO timers (timer_id, kind, due_at, payload) VALUES ($1, $2, $3, $4)"
-        " ON CONFLICT (timer_id) DO UPDATE SET due_at = EXCLUDED.due_at, payload = EXCLUDED.payload"
-        " WHERE timers.fired_at IS NULL",
-        timer_id, kind, due_at, dict(payload or {}),
+        "INSERT INTO timers (timer_id, kind, due_at, payload, trace_id) VALUES ($1, $2, $3, $4, $5)"
+        " ON CONFLICT (timer_id) DO UPDATE SET due_at = EXCLUDED.due_at, payload = EXCLUDED.payload,"
+        " trace_id = EXCLUDED.trace_id WHERE timers.fired_at IS NULL",
+        timer_id, kind, due_at, dict(payload or {}), current_trace_id(),
     )
 
 
-async def cancel_timer(connection: asyncpg.Connection, timer_id: str) -> None:
+async def cancel_timer(connection: Connection, timer_id: str) -> None:
     """Drop a timer that has not fired."""
     await connection.execute("DELETE FROM timers WHERE timer_id = $1 AND fired_at IS NULL", timer_id)
 
@@ -58,6 +64,7 @@ class TimerPoller:
         self.pool = pool
         self.handlers = dict(handlers)
         self.time_source = time_source
+        metrics.expect_timers(self.handlers)
         self.metrics = metrics
         self.poll_seconds = poll_seconds
         self.batch_size = batch_size
@@ -76,17 +83,21 @@ class TimerPoller:
             if len(ids) < self.batch_size:
                 return fired
 
-    async def _fire_one(self, connection: asyncpg.Connection, timer_id: str) -> int:
+    async def _fire_one(self, connection: Connection, timer_id: str) -> int:
+        # The timer's work, and a failure's log line, belong to the chain that set it.
+        token = None
         try:
             async with connection.transaction():
                 row = await connection.fetchrow(
-                    "SELECT timer_id, kind, due_at, payload FROM timers"
+                    "SELECT timer_id, kind, due_at, payload, trace_id FROM timers"
                     " WHERE timer_id = $1 AND fired_at IS NULL FOR UPDATE SKIP LOCKED",
                     timer_id,
                 )
                 if row is None:
                     return 0
-                timer = Timer(row["timer_id"], row["kind"], row["due_at"], row["payload"])
+                timer = Timer(row["timer_id"], row["kind"], row["due_at"], row["payload"], row["trace_id"])
+                if timer.trace_id:
+                    token = enter(TraceScope((timer.trace_id,)))
                 handler = self.handlers.get(timer.kind)
                 if handler is None:
                     raise LookupError(f"no handler for timer kind {timer.kind!r}")
@@ -98,6 +109,9 @@ class TimerPoller:
             self.metrics.errors.labels(self.metrics.service, "timer").inc()
             log.exception("timer failed, will retry", extra={"timer_id": timer_id})
             return 0
+        finally:
+            if token is not None:
+                leave(token)
         self.metrics.timers_fired.labels(self.metrics.service, timer.kind).inc()
         return 1
 

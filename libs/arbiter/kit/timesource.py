@@ -34,6 +34,10 @@ class TimeSource:
             return real
         return self._origin_real + (real - self._origin_real) * self.scale
 
+    def now_ms(self) -> int:
+        """The current (scaled) instant in Unix milliseconds: what the clock service counts in."""
+        return int(self.timestamp() * 1000)
+
     def real_seconds(self, scaled_seconds: float) -> float:
         """How many real seconds `scaled_seconds` of competition time take."""
         return max(0.0, scaled_seconds / self.scale)
@@ -49,3 +53,65 @@ class TimeSource:
     def after(self, delta: timedelta) -> datetime:
         """The instant `delta` of competition time from now."""
         return self.now() + delta
+
+
+class ManualTimeSource(TimeSource):
+    """Competition time that moves only when told to (`advance`, `move_to`): tests drive the clock, not the host.
+
+    Scale 1, so what services compute in "real" seconds (leases, transit) equals competition seconds. A sleep
+    returns once the time has been moved to or past its end; nothing waits on the host's clock. The time is
+    kept in whole microseconds, so instants a test names are exact.
+    """
+
+    def __init__(self, start: datetime) -> None:
+        super().__init__()
+        self._now_us = _microseconds(start)
+        self._moved: asyncio.Event | None = None
+
+    def now(self) -> datetime:
+        """The instant the test last moved the time to, timezone-aware UTC."""
+        return _EPOCH + timedelta(microseconds=self._now_us)
+
+    def timestamp(self) -> float:
+        """That instant as Unix seconds."""
+        return self._now_us / 1_000_000
+
+    def now_ms(self) -> int:
+        """That instant in Unix milliseconds, exactly (a float of it may read a millisecond short)."""
+        return self._now_us // 1000
+
+    def advance(self, seconds: float) -> datetime:
+        """Move the time `seconds` forward (never back) and wake the sleepers it reaches; the new instant."""
+        return self._move(round(seconds * 1_000_000))
+
+    def move_to(self, instant: datetime) -> datetime:
+        """Move the time to `instant` (at or after now)."""
+        return self._move(_microseconds(instant) - self._now_us)
+
+    def _move(self, microseconds: int) -> datetime:
+        if microseconds < 0:
+            raise ValueError(f"time only moves forward, not {microseconds} us back")
+        self._now_us += microseconds
+        if self._moved is not None:
+            self._moved.set()
+            self._moved = None
+        return self.now()
+
+    async def sleep(self, scaled_seconds: float) -> None:
+        """Wait until the time has been moved `scaled_seconds` past now."""
+        await self.sleep_until(self.now() + timedelta(seconds=scaled_seconds))
+
+    async def sleep_until(self, instant: datetime) -> None:
+        """Wait until the time has been moved to `instant` or past it."""
+        while self._now_us < _microseconds(instant):
+            if self._moved is None:
+                self._moved = asyncio.Event()
+            await self._moved.wait()
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _microseconds(instant: datetime) -> int:
+    """`instant` as whole microseconds since the epoch (exact, unlike a float timestamp)."""
+    return (instant.astimezone(UTC) - _EPOCH) // timedelta(microseconds=1)

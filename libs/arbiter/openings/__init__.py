@@ -7,7 +7,8 @@ which plays the random-move openings. The openings service calls `draw_opening`
 """
 
 from arbiter.openings.draw import DrawnOpening, Seed, draw_opening, initial_fen, random_opening
-from arbiter.openings.fairness import RatingCheck, check_mode, max_opening_level, rating_allowed
+from arbiter.openings.fairness import RatingCheck, check_mode, max_opening_level, playable_modes, rating_allowed
+from arbiter.openings.modes import MAX_OPENING_LEVEL, PARI_LEVEL, OpeningMode
 from arbiter.openings.tables import (
     OFFICIAL_OPENINGS,
     TABLE_VARIANTS,
@@ -21,11 +22,14 @@ from arbiter.openings.tables import (
 )
 
 __all__ = [
+    "MAX_OPENING_LEVEL",
     "OFFICIAL_OPENINGS",
+    "PARI_LEVEL",
     "TABLE_VARIANTS",
     "DrawnOpening",
     "Opening",
     "OpeningError",
+    "OpeningMode",
     "OpeningTable",
     "RatingCheck",
     "Seed",
@@ -37,6 +41,7 @@ __all__ = [
     "initial_fen",
     "load_table",
     "max_opening_level",
+    "playable_modes",
     "random_opening",
     "rating_allowed",
 ]

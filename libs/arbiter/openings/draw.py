@@ -13,9 +13,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final
 
-from arbiter.competition.types import OpeningMode
 from arbiter.draughts import Position
 from arbiter.draughts.variants import Variant
+from arbiter.openings.modes import OpeningMode
 from arbiter.openings.tables import (
     OFFICIAL_OPENINGS,
     Opening,

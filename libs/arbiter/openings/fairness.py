@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from arbiter.competition.types import OpeningMode
 from arbiter.draughts.variants import Variant
+from arbiter.openings.modes import OpeningMode
 from arbiter.openings.tables import OFFICIAL_OPENINGS, Opening, OpeningError, eligible, load_table, variant_name
 from arbiter.rating.rated import MAX_LEVEL_WITHOUT_HOME_AND_AWAY, competition_is_rated
 
@@ -22,6 +22,19 @@ class RatingCheck(NamedTuple):
 def check_mode(variant: str | Variant, mode: OpeningMode, thematic_opening: int | None = None) -> None:
     """Raise OpeningError unless `mode` (and its thematic opening) can be played in `variant` (O-1..O-9)."""
     max_opening_level(variant, mode, thematic_opening)
+
+
+def playable_modes() -> list[tuple[str, str]]:
+    """Every (variant, opening mode) a round can be played in (O-1..O-9)."""
+    playable = []
+    for variant in Variant:
+        for mode in OpeningMode:
+            try:
+                check_mode(variant, mode, 1 if mode is OpeningMode.THEMATIC else None)
+            except OpeningError:
+                continue
+            playable.append((variant.value, mode.value))
+    return playable
 
 
 def max_opening_level(variant: str | Variant, mode: OpeningMode, thematic_opening: int | None = None) -> int | None:

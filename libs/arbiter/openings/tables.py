@@ -15,8 +15,9 @@ from functools import cache
 from importlib import resources
 from typing import Any, Final
 
-from arbiter.competition.types import MAX_OPENING_LEVEL, PARI_LEVEL, OpeningMode, Side
 from arbiter.draughts.variants import Variant, variant_by_name
+from arbiter.openings.modes import MAX_OPENING_LEVEL, PARI_LEVEL, OpeningMode
+from arbiter.vocabulary import Side
 
 __all__ = [
     "OFFICIAL_OPENINGS",

@@ -13,16 +13,15 @@ from arbiter.rating.glicko2 import (
     MIN_RD,
     PROVISIONAL_RD,
     RATING_PERIODS_PER_DAY,
-    GameResult,
     Glicko2Error,
-    Outcome,
+    PeriodGame,
     Rating,
     decay,
     rate,
     rate_game,
     rating_periods,
 )
-from arbiter.rating.rated import RatedReason, ResultKind, competition_is_rated, is_game_rated
+from arbiter.rating.rated import RatedReason, competition_is_rated, is_game_rated
 
 __all__ = [
     "DEFAULT_RATING",
@@ -33,12 +32,10 @@ __all__ = [
     "MIN_RD",
     "PROVISIONAL_RD",
     "RATING_PERIODS_PER_DAY",
-    "GameResult",
     "Glicko2Error",
-    "Outcome",
+    "PeriodGame",
     "RatedReason",
     "Rating",
-    "ResultKind",
     "competition_is_rated",
     "decay",
     "is_game_rated",

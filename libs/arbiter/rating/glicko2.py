@@ -16,11 +16,12 @@ How the service uses it (the lichess way):
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+
+from arbiter.vocabulary import Score
 
 # R-5: new players.
 DEFAULT_RATING = 1500.0
@@ -49,19 +50,6 @@ class Glicko2Error(ValueError):
     """Inputs outside the Glicko-2 system (non-positive deviation or volatility, bad score)."""
 
 
-class Outcome(enum.Enum):
-    """A game result from the rated player's side, with its Glicko score."""
-
-    WIN = 1.0
-    DRAW = 0.5
-    LOSS = 0.0
-
-    @property
-    def score(self) -> float:
-        """The score s_j in Glickman's formulas."""
-        return self.value
-
-
 @dataclass(frozen=True)
 class Rating:
     """A Glicko-2 rating on the Glicko scale: rating, deviation (RD) and volatility."""
@@ -77,8 +65,8 @@ class Rating:
 
 
 @dataclass(frozen=True)
-class GameResult:
-    """One game of a rating period: the opponent's pre-game rating and RD, and the score."""
+class PeriodGame:
+    """One game of a rating period: the opponent's pre-game rating and RD, and the score (1, 0.5 or 0)."""
 
     opponent_rating: float
     opponent_rd: float
@@ -95,7 +83,7 @@ def _check_rating(rating: Rating) -> None:
         raise Glicko2Error(f"the volatility must be positive, not {rating.vol}")
 
 
-def _check_result(result: GameResult) -> None:
+def _check_result(result: PeriodGame) -> None:
     if not (math.isfinite(result.opponent_rating) and math.isfinite(result.opponent_rd)):
         raise Glicko2Error(f"opponent rating and RD must be finite numbers: {result}")
     if result.opponent_rd <= 0:
@@ -164,7 +152,7 @@ def _grown_phi(phi: float, sigma: float, periods: float) -> float:
 
 def rate(
     player: Rating,
-    results: Sequence[GameResult],
+    results: Sequence[PeriodGame],
     *,
     tau: float = DEFAULT_TAU,
     elapsed_periods: float = 1.0,
@@ -218,15 +206,15 @@ def rate(
 def rate_game(
     player: Rating,
     opponent: Rating,
-    outcome: Outcome | float,
+    score: Score | float,
     *,
     tau: float = DEFAULT_TAU,
     elapsed_periods: float = 1.0,
 ) -> Rating:
     """R-5: `player`'s rating after one game against `opponent` (both pre-game ratings)."""
-    score = outcome.score if isinstance(outcome, Outcome) else float(outcome)
+    value = score.value if isinstance(score, Score) else float(score)
     rating, rd, vol = rate_one(
-        player.rating, player.rd, player.vol, opponent.rating, opponent.rd, score,
+        player.rating, player.rd, player.vol, opponent.rating, opponent.rd, value,
         tau=tau, elapsed_periods=elapsed_periods,
     )
     return Rating(rating, rd, vol)
@@ -247,7 +235,7 @@ def rate_one(
         _check_rating(Rating(rating, rd, vol))
     if not (math.isfinite(opponent_rating) and math.isfinite(opponent_rd) and opponent_rd > 0
             and 0.0 <= score <= 1.0):
-        _check_result(GameResult(opponent_rating, opponent_rd, score))
+        _check_result(PeriodGame(opponent_rating, opponent_rd, score))
     if not (math.isfinite(tau) and tau > 0):
         raise Glicko2Error(f"the system constant tau must be positive, not {tau}")
     if not (math.isfinite(elapsed_periods) and elapsed_periods >= 0):

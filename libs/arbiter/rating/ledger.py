@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from arbiter.rating import Rating, rating_periods
 from arbiter.rating.glicko2 import rate_one

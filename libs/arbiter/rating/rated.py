@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import enum
 
+from arbiter.vocabulary import ResultKind
+
 # R-4: a single game is fair up to class 2 (2N/2B); level 3 or 4 needs home and away.
 MAX_LEVEL_WITHOUT_HOME_AND_AWAY = 2
-
-
-class ResultKind(enum.StrEnum):
-    """How a game (or round slot) ended, as far as rating is concerned."""
-
-    # A result reached at the board: checkmate-like wins, resignations, draws, losses on
-    # time, T-15 closing draws. Whether both players sat is a separate question (R-3).
-    PLAYED = "played"
-    # T-18: the player was busy in another game; the round game was never opened.
-    BUSY_FORFEIT = "busy_forfeit"
-    # T-19: both absent, the round closes 0-0.
-    BOTH_ABSENT = "both_absent"
 
 
 class RatedReason(enum.StrEnum):
@@ -66,8 +56,8 @@ def is_game_rated(
     if result_kind is ResultKind.BOTH_ABSENT:
         # T-19
         return False, RatedReason.BOTH_ABSENT
-    if not both_sat:
-        # R-3: one player never sat (never moved).
+    if not both_sat or result_kind is ResultKind.NEVER_SAT:
+        # R-3: one player never sat (never moved), whatever the sat flags say.
         return False, RatedReason.NEVER_SAT
     if not competition_rated:
         # R-1: a friendly competition.

@@ -1,4 +1,4 @@
--- Issue 7: a burst pairs thousands of players in one save, and every game row costs its index
+-- A burst pairs thousands of players in one save, and every game row costs its index
 -- entries and checks; these two changes make each cheaper without weakening a guarantee.
 
 -- The only writer of games (the pairing save) holds the arena's row in share mode in the same

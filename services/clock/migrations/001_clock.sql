@@ -7,7 +7,7 @@ CREATE TABLE tb_games (
     -- Bumped at every change; the Redis mirror keeps only the newest version.
     version     bigint      NOT NULL DEFAULT 1,
     status      text        NOT NULL,
-    -- The game record as the Redis copy holds it (services/clock/model.py `encode_body`).
+    -- The clocked game as the Redis copy holds it (services/clock/clocked_game.py `encode_body`).
     record      text        NOT NULL,
     -- The next instant the service must decide (competition ms), while the clock runs.
     deadline_ms bigint,

@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import grpc
 import pytest
 
-_HERE = Path(__file__).resolve().parent
-if str(_HERE) not in sys.path:
-    # Helpers are plain modules next to the tests (pytest runs with --import-mode=importlib).
-    sys.path.insert(0, str(_HERE))
-
-from playsite import ClockStandIn  # noqa: E402
-
-from arbiter.contracts import clock_pb2_grpc  # noqa: E402
-from arbiter.devstack.stack import SystemStack  # noqa: E402
+from arbiter.contracts import clock_pb2_grpc
+from arbiter_tools.devstack.stack import SystemStack
+from tests.support.playsite import ClockStandIn
 
 # The services a tournament needs; the play site (and the clock service's absence verdicts) are
 # played by the stand-in in playsite.py, so no clock service runs: it would flag the stand-in's

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import uuid
 from datetime import datetime, timedelta
@@ -16,6 +15,7 @@ from arbiter.contracts import tournament_pb2 as tp
 from arbiter.contracts import tournament_pb2_grpc
 from arbiter.kit.events import timestamp
 from arbiter.kit.timesource import TimeSource
+from tests.support.polling import eventually
 
 INVALID, NOT_FOUND = grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND
 PRECONDITION, DENIED = grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.PERMISSION_DENIED
@@ -45,12 +45,12 @@ async def service(pairing_system):
 
 
 def good_settings(clock: TimeSource, **overrides) -> tp.TournamentSettings:
-    values = dict(
-        name="Valid", variant="international", capacity=8, duration_minutes=60,
-        time_control=common.TimeControl(fischer=common.FischerControl(base_seconds=60, increment_seconds=1)),
+    values = {
+        "name": "Valid", "variant": "international", "capacity": 8, "duration_minutes": 60,
+        "time_control": common.TimeControl(fischer=common.FischerControl(base_seconds=60, increment_seconds=1)),
         # An hour (30 real seconds): the tournaments made here must not start while the cases run.
-        starts_at=timestamp(clock.now() + timedelta(minutes=60)),
-    )
+        "starts_at": timestamp(clock.now() + timedelta(minutes=60)),
+    }
     values.update(overrides)
     return tp.TournamentSettings(**values)
 
@@ -173,8 +173,8 @@ async def test_every_rpc_refuses_bad_input_clearly_and_changes_nothing(service) 
             page=common.PageRequest(page_token="eyJ4IjogMX0="))), INVALID, ["page_token"]),
         ("page token of deep JSON", lambda: stub.ListUpcomingTournaments(tp.ListUpcomingTournamentsRequest(
             page=common.PageRequest(page_token=DEEP_JSON_TOKEN))), INVALID, ["page_token"]),
-        ("unknown variant filter", lambda: stub.ListUpcomingTournaments(tp.ListUpcomingTournamentsRequest(variant="go")),
-         INVALID, ["go"]),
+        ("unknown variant filter",
+         lambda: stub.ListUpcomingTournaments(tp.ListUpcomingTournamentsRequest(variant="go")), INVALID, ["go"]),
     ]
     for what, call, code, words in cases:
         before = await fingerprint(db, creators, ids)
@@ -199,22 +199,21 @@ async def test_after_the_start_nobody_joins_leaves_or_cancels(service) -> None:
         clock, starts_at=timestamp(clock.now() + timedelta(minutes=7)), duration_minutes=1)))).tournament
     for p in entrants:
         await stub.JoinTournament(tp.JoinTournamentRequest(actor=actor(p), tournament_id=t.id))
-    for _ in range(200):
-        if (await stub.GetTournament(tp.GetTournamentRequest(tournament_id=t.id))).state != tp.TOURNAMENT_STATE_SCHEDULED:
-            break
-        await asyncio.sleep(0.1)
+    await eventually(lambda: stub.GetTournament(tp.GetTournamentRequest(tournament_id=t.id)), "the tournament started",
+                     until=lambda started: started.state != tp.TOURNAMENT_STATE_SCHEDULED)
     starts = t.settings.starts_at.ToDatetime().strftime("%Y-%m-%dT%H:%MZ")
     for call, code, words in (
         (lambda: stub.JoinTournament(tp.JoinTournamentRequest(actor=actor(player()), tournament_id=t.id)), PRECONDITION,
          [t.id, f"started at {starts}", "joining closed when round 1 started", "T-6"]),
         (lambda: stub.WithdrawTournament(tp.WithdrawTournamentRequest(actor=actor(entrants[0]), tournament_id=t.id)),
          PRECONDITION, ["withdrawal closed", "T-6"]),
-        (lambda: stub.CancelTournament(tp.CancelTournamentRequest(actor=actor(creator), tournament_id=t.id)), PRECONDITION,
-         ["nobody can cancel", "T-4"]),
+        (lambda: stub.CancelTournament(tp.CancelTournamentRequest(actor=actor(creator), tournament_id=t.id)),
+         PRECONDITION, ["nobody can cancel", "T-4"]),
     ):
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await call()
         assert info.value.code() == code and all(w in info.value.details() for w in words), info.value.details()
     seated = await db.fetch("SELECT player_id FROM entrants WHERE tournament_id = $1 ORDER BY player_id", t.id)
     assert [r["player_id"] for r in seated] == sorted(entrants)
-    assert (await stub.GetTournament(tp.GetTournamentRequest(tournament_id=t.id))).state != tp.TOURNAMENT_STATE_CANCELLED
+    final = await stub.GetTournament(tp.GetTournamentRequest(tournament_id=t.id))
+    assert final.state != tp.TOURNAMENT_STATE_CANCELLED

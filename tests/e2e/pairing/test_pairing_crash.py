@@ -11,16 +11,16 @@ import uuid
 from datetime import datetime, timedelta
 
 import grpc
-from pairing_checks import assert_finished_as_the_rules_say, core_rows, rows_of, replay_with_the_rules
-from playsite import Behaviour, PlaySite
 
-from arbiter.competition.tournament_flow import Seat
+from arbiter.competition.records import Entrant
 from arbiter.competition.types import Format
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.contracts import tournament_pb2_grpc
 from arbiter.kit.events import timestamp
 from arbiter.kit.timesource import TimeSource
+from tests.support.pairing_checks import assert_finished_as_the_rules_say, core_rows, replay_with_the_rules, rows_of
+from tests.support.playsite import Behaviour, PlaySite
 
 KILLED_IN_ROUND = 3
 
@@ -71,12 +71,12 @@ async def test_sigkill_mid_round_then_the_same_standings_and_no_game_requested_t
         pairings = await assert_finished_as_the_rules_say(stub, log, tournament_id)
 
         # The same tournament with no crash at all, played by the rules core alone.
-        seats = [Seat(e.player_id, e.berger_number, e.initial_rank, e.rating) for e in pairings.entrants]
+        seats = [Entrant(e.player_id, e.berger_number, e.initial_rank, e.rating) for e in pairings.entrants]
         draws, standings = replay_with_the_rules(
             tournament_id, seats, Format(log.started.format), log.started.rounds, log.started.games_per_pairing,
             behaviour,
         )
-        assert [(n, [(l.white_id, l.black_id) for l in log.rounds[n].pairings], log.rounds[n].bye_id or None)
+        assert [(n, [(g.white_id, g.black_id) for g in log.rounds[n].pairings], log.rounds[n].bye_id or None)
                 for n in sorted(log.rounds)] == [(n, list(pairs), bye) for n, pairs, bye in draws]
         assert rows_of(log.finished.standings) == core_rows(standings)
         # Every game was requested by one event only, and opened once.

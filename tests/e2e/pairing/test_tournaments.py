@@ -13,14 +13,14 @@ from datetime import datetime, timedelta
 
 import grpc
 import pytest
-from pairing_checks import assert_finished_as_the_rules_say
-from playsite import Behaviour, PlaySite, TournamentLog
 
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.contracts import tournament_pb2_grpc
 from arbiter.kit.events import timestamp
 from arbiter.kit.timesource import TimeSource
+from tests.support.pairing_checks import assert_finished_as_the_rules_say
+from tests.support.playsite import Behaviour, PlaySite, TournamentLog
 
 END_TIMEOUT = 240.0
 
@@ -64,8 +64,8 @@ async def scenarios(system, clock_stand_in) -> dict[str, Scenario]:
     starts_at = timestamp(clock.now() + timedelta(minutes=12))
 
     async def open_one(name: str, entrants: int, behaviour: Behaviour, **settings) -> Scenario:
-        values = dict(name=name, variant="international", time_control=fischer(60, 1), capacity=40,
-                      duration_minutes=600, starts_at=starts_at)
+        values = {"name": name, "variant": "international", "time_control": fischer(60, 1), "capacity": 40,
+                      "duration_minutes": 600, "starts_at": starts_at}
         values.update(settings)
         created = await stub.CreateTournament(tp.CreateTournamentRequest(
             actor=registered(player("creator")), settings=tp.TournamentSettings(**values)))
@@ -92,8 +92,8 @@ async def scenarios(system, clock_stand_in) -> dict[str, Scenario]:
         # unpaired when a loaded machine started the tournament late, and the test found no round.
         open_one("closed", 6, Behaviour(hold=True), duration_minutes=5, rated=True),
     )
-    by_name = {name: s for name, s in zip(
-        ("rr4", "rr5", "swiss7", "swiss30", "cancelled", "private", "closed"), opened, strict=True)}
+    by_name = dict(zip(
+        ("rr4", "rr5", "swiss7", "swiss30", "cancelled", "private", "closed"), opened, strict=True))
     # The clock service's word on the held games, long before their close: both moved on board 1 only.
     clock_stand_in[0].moves[f"{by_name['closed'].tournament_id}-r1-b1-g1"] = (4, 3)
     return by_name

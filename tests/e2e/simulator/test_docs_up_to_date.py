@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from arbiter.devstack.stack import SERVICE_GROUPS
 from arbiter.kit.events import topic_named
+from arbiter_tools.devstack.stack import SERVICE_GROUPS
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -97,3 +97,24 @@ def test_every_rpc_is_in_the_reference() -> None:
     reference = (ROOT / "docs" / "grpc.md").read_text(encoding="utf-8")
     for rpc in ("CreateTournament", "JoinArena", "Refuel", "GetRating", "DrawOpening"):
         assert f"`{rpc}`" in reference
+
+
+def test_every_message_declares_protobuf_and_the_headers_really_sent() -> None:
+    for service, _published in KNOWN_PUBLISHED.items():
+        text = (ROOT / "docs" / "asyncapi" / f"{service}.yaml").read_text(encoding="utf-8")
+        assert "correlation_id" not in text and "application/json" not in text, service
+        doc = yaml.safe_load(text)
+        assert doc["defaultContentType"] == "application/protobuf"
+        for operation in doc["operations"].values():
+            channel = doc["channels"][operation["channel"]["$ref"].rpartition("/")[2]]
+            full_name = topic_named(channel["address"]).message.DESCRIPTOR.full_name
+            for reference in channel["messages"].values():
+                message = doc["components"]["messages"][reference["$ref"].rpartition("/")[2]]
+                assert message["contentType"] == f"application/protobuf; proto={full_name}"
+                assert message["correlationId"]["location"] == "$message.header#/trace-id"
+                headers = message["headers"]
+                assert set(headers["properties"]) == {"event-id", "event-type", "trace-id"}
+                assert headers["properties"]["event-type"]["const"] == full_name
+                sent = operation["action"] == "send"
+                assert headers["required"] == (["event-id", "event-type", "trace-id"] if sent else []), (
+                    service, channel["address"])

@@ -16,12 +16,14 @@ from aiokafka.admin import AIOKafkaAdminClient
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.draughts import Game
-from arbiter.devstack.chaos import commit_at_ends
 from arbiter.kit import events
 from arbiter.kit.kafka import ensure_topics
 from arbiter.kit.timesource import TimeSource
-from arbiter.simulator.behaviour import Behaviour, Profiles
-from arbiter.simulator.playsite import PlaySite, PlaySiteConfig
+from arbiter_tools.chaos import commit_at_ends
+from arbiter_tools.simulator.behaviour import Behaviour, Profiles
+from arbiter_tools.simulator.playsite.base import PlaySiteConfig
+from arbiter_tools.simulator.playsite.router import PlaySite
+from tests.support.polling import DEFAULT_TIMEOUT, eventually
 
 pytestmark = pytest.mark.timeout(120)
 WATCHED = (events.GAME_STARTED, events.MOVE_MADE, events.PRESENCE_CHANGED, events.GAME_FINISHED)
@@ -49,14 +51,9 @@ class Recorder:
                     if event.game_id.startswith(self.prefix):
                         self.seen[event.game_id].append(event)
 
-    async def wait_for(self, game_id: str, kind: type, timeout: float = 30.0) -> list:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while asyncio.get_running_loop().time() < deadline:
-            found = [e for e in self.seen[game_id] if isinstance(e, kind)]
-            if found:
-                return found
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"no {kind.__name__} for {game_id}: {[type(e).__name__ for e in self.seen[game_id]]}")
+    async def wait_for(self, game_id: str, kind: type, timeout: float = DEFAULT_TIMEOUT) -> list:
+        return await eventually(lambda: [e for e in self.seen[game_id] if isinstance(e, kind)],
+                                f"a {kind.__name__} of {game_id}", timeout=timeout)
 
     async def stop(self) -> None:
         assert self.task is not None
@@ -99,9 +96,7 @@ async def _running(playsite: PlaySite, bootstrap: str, prefix: str) -> AsyncIter
 
 async def _backlog_reaches(playsite: PlaySite, count: int, timeout: float = 60.0) -> None:
     """Wait until `count` instant games are queued (requests take a fetch or two to arrive)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while playsite.backlog < count and asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(0.05)
+    await eventually(lambda: playsite.backlog >= count, f"{count} instant games queued", timeout=timeout)
 
 
 async def _scenario(bootstrap: str) -> None:
@@ -153,11 +148,7 @@ async def _scenario(bootstrap: str) -> None:
         close.meta.event_id = f"{closed}/closed"
         close.meta.producer = "pairing"
         await _send(producer, close)
-        for _ in range(100):
-            if closed not in playsite.games:
-                break
-            await asyncio.sleep(0.05)
-        assert closed not in playsite.games
+        await eventually(lambda: closed not in playsite.games, f"{closed} closed")
         await asyncio.sleep(0.5)
         assert [e.meta.producer for e in recorder.seen[closed] if isinstance(e, ev.GameFinished)] == ["pairing"]
         assert playsite.stats.errors == 0
@@ -210,9 +201,12 @@ async def _instant_scenario(bootstrap: str) -> None:
             (finished_record, finished), = records[(game_id, events.GAME_FINISHED.name)]
             for record, event, kind in ((started_record, started, "started"), (finished_record, finished, "finished")):
                 assert record.key == game_id.encode()
+                # A request naming no trace id starts the chain its game's events stay in (arbiter.kit.trace).
                 assert dict(record.headers) == {"event-id": f"{game_id}/{kind}".encode(),
-                                                "event-type": event.DESCRIPTOR.full_name.encode()}
+                                                "event-type": event.DESCRIPTOR.full_name.encode(),
+                                                "trace-id": f"{game_id}/requested".encode()}
                 assert event.meta.event_id == f"{game_id}/{kind}" and event.meta.producer == "playsite"
+                assert event.meta.trace_id == f"{game_id}/requested"
                 assert event.meta.HasField("occurred_at")
             assert started.competition.id == finished.competition.id == f"{game_id}-t"
             assert started.time_control.fischer.base_seconds == 180
@@ -224,7 +218,10 @@ async def _instant_scenario(bootstrap: str) -> None:
                                              else common.TERMINATION_RESIGNATION)
             assert finished.white_sat and finished.black_sat and finished.plies == 2 and finished.rated
             assert not finished.white_boosted and not finished.black_boosted
-            assert finished.started_at == started.started_at and finished.finished_at.ToDatetime() >= started.started_at.ToDatetime()
+            assert (
+                finished.started_at == started.started_at
+                and finished.finished_at.ToDatetime() >= started.started_at.ToDatetime()
+            )
             assert game_id in playsite.result_sent
         assert playsite.stats.requested == playsite.stats.started == playsite.stats.finished == len(games)
         assert playsite.stats.decided_elsewhere == 0 and playsite.stats.errors == 0 and playsite.backlog == 0
@@ -295,7 +292,9 @@ async def _requests_only_scenario(bootstrap: str) -> None:
         read = {}
         for requests_only, group in groups.items():
             committed = await admin.list_consumer_group_offsets(group, partitions=list(starts[requests_only]))
-            read[requests_only] = {tp.topic for tp, meta in committed.items() if meta.offset > starts[requests_only][tp]}
+            read[requests_only] = {
+                tp.topic for tp, meta in committed.items() if meta.offset > starts[requests_only][tp]
+            }
         assert read[True] == {events.GAME_REQUESTED.name}
         assert {events.GAME_REQUESTED.name, events.GAME_FINISHED.name} <= read[False]
     finally:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from datetime import UTC, datetime
 
@@ -15,17 +14,27 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import rating_pb2, rating_pb2_grpc
-from arbiter.devstack.stack import SystemStack
-from arbiter.draughts import Color, Position
+from arbiter.draughts import Position
 from arbiter.kit import events
-from arbiter.kit.auth import TokenSigner, signing_key
+from arbiter.kit.auth import Role, TokenSigner, signing_key
 from arbiter.kit.timesource import TimeSource
-from arbiter.simulator.behaviour import Behaviour, Profiles
-from arbiter.simulator.playsite import LONG_ABSENCE_SECONDS, SHORT_ABSENCE_SECONDS, PlaySite, PlaySiteConfig
-from arbiter.simulator.scenario import (
-    Addresses, ArenaPlan, Population, Scenario, ScenarioRunner, TournamentPlan, TripleBlockPlan,
+from arbiter.vocabulary import Side
+from arbiter_tools.devstack.stack import SystemStack
+from arbiter_tools.simulator.behaviour import Behaviour, Profiles
+from arbiter_tools.simulator.playsite.base import PlaySiteConfig
+from arbiter_tools.simulator.playsite.live import LONG_ABSENCE_SECONDS, SHORT_ABSENCE_SECONDS
+from arbiter_tools.simulator.playsite.router import PlaySite
+from arbiter_tools.simulator.scenario import (
+    Addresses,
+    ArenaPlan,
+    Population,
+    Scenario,
+    ScenarioRunner,
+    TournamentPlan,
+    TripleBlockPlan,
 )
 from tests.e2e.simulator.test_playsite import WATCHED, Recorder, _send
+from tests.support.polling import eventually, eventually_blocking
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -110,21 +119,21 @@ def test_round_robin_played_to_the_end_by_the_simulator(system: SystemStack) -> 
     assert stats.pairing_latencies, "no round followed a result"
 
     # The rating service heard the results: the entrants have rated games.
-    token = (("authorization", f"Bearer {TokenSigner(signing_key(stack.auth_signing_key), 'e2e').token()}"),)
+    token = (
+        ("authorization", f"Bearer {TokenSigner(signing_key(stack.auth_signing_key), Role.PLAY_SITE, 'e2e').token()}"),
+    )
     with grpc.insecure_channel(stack.services["rating"].grpc_address) as channel:
         stub = rating_pb2_grpc.RatingServiceStub(channel)
-        with pytest.raises(grpc.RpcError) as refused:  # issue 10: no token, no answer
+        with pytest.raises(grpc.RpcError) as refused:  # no token, no answer
             stub.GetRating(rating_pb2.GetRatingRequest(player_id=part.rows[0].player_id, variant="international",
                                                        speed=common.SPEED_BLITZ))
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
-        for _ in range(50):
-            ratings = [stub.GetRating(rating_pb2.GetRatingRequest(
-                player_id=row.player_id, variant="international", speed=common.SPEED_BLITZ), metadata=token)
-                for row in part.rows]
-            if sum(r.rating.games for r in ratings) > 0:
-                break
-            time.sleep(0.2)
-        assert sum(r.rating.games for r in ratings) > 0
+        def rated_games() -> int:
+            requests = [rating_pb2.GetRatingRequest(player_id=row.player_id, variant="international",
+                                                    speed=common.SPEED_BLITZ) for row in part.rows]
+            return sum(stub.GetRating(request, metadata=token).rating.games for request in requests)
+
+        eventually_blocking(rated_games, "a game rated", every=0.2)
 
 
 def test_small_arena_played_to_the_end_by_the_simulator(system: SystemStack) -> None:
@@ -186,10 +195,7 @@ async def _absence_scenario(stack, prefix: str, variant: str = "international", 
         profiles.assigned[absent + "x"] = Behaviour.NEVER_SHOWS
         for game_id, (white, black) in games.items():
             await _send(producer, _casual_request(game_id, white, black, time_source, variant=variant, fen=fen))
-        for _ in range(600):
-            if len(results) == len(games):
-                break
-            await asyncio.sleep(0.1)
+        await eventually(lambda: len(results) == len(games), "every game's result", timeout=60)
     finally:
         await producer.stop()
         await playsite.stop()
@@ -216,7 +222,7 @@ def test_a_no_show_who_moves_first_after_a_three_move_opening_loses_on_time(syst
     position = Position.initial("italian")
     for _ in range(3):
         position = position.play(position.legal_moves()[0])
-    assert position.turn is Color.BLACK
+    assert position.turn is Side.BLACK
     results = asyncio.run(_absence_scenario(stack, prefix, "italian", position.to_fen(), absent_is_black=True))
     one = results.get(f"{prefix}one-absent")
     assert one is not None, results
@@ -276,11 +282,11 @@ async def _behaviours_scenario(
         for game_id in (games["short"], games["long"], games["drawer"], games["resigner"]):
             await recorder.wait_for(game_id, ev.GameFinished, timeout=60)
         # Every turn has a refuel that either lands (its ClockState comes) or is refused.
-        for _ in range(1200):
-            refuelled = {s.ply for s in states if s.game_id == games["tb"] and ":refuel:" in s.meta.event_id}
-            if refuelled >= set(range(TB_TURNS)) or playsite.stats.refuel_refusals:
-                break
-            await asyncio.sleep(0.05)
+        def refuelled() -> set[int]:
+            return {s.ply for s in states if s.game_id == games["tb"] and ":refuel:" in s.meta.event_id}
+
+        await eventually(lambda: refuelled() >= set(range(TB_TURNS)) or playsite.stats.refuel_refusals,
+                         "a refuel landed or refused on every turn", timeout=60)
     finally:
         await playsite.stop()
         await producer.stop()

@@ -1,4 +1,4 @@
-"""The benchmark waits for quiet on a real broker: groups are behind by their uncommitted records, quiet once caught up."""
+"""The benchmark's wait for quiet on a real broker: groups behind by their uncommitted records, quiet once caught up."""
 
 from __future__ import annotations
 
@@ -6,19 +6,16 @@ import asyncio
 import uuid
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import OffsetAndMetadata
 
-from arbiter.devstack.chaos import group_lag
-from arbiter.simulator.bench import wait_quiet
+from arbiter_tools.chaos import group_lag
+from arbiter_tools.devstack.infra import create_topic
+from arbiter_tools.simulator.bench.readings import wait_quiet
 
 
 async def _scenario(bootstrap: str) -> None:
     topic, group = f"quiet-{uuid.uuid4().hex[:8]}", f"quiet-group-{uuid.uuid4().hex[:8]}"
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    await admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
-    await admin.close()
+    await create_topic(bootstrap, topic, 2)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
     await producer.start()

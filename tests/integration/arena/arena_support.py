@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import asyncpg
 import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from arbiter.competition.arena import ArenaGame, ArenaResult, recompute_leaderboard
+from arbiter.competition.arena import ArenaGame, recompute_leaderboard
 from arbiter.contracts import arena_pb2 as ap
 from arbiter.contracts import arena_pb2_grpc
 from arbiter.contracts import common_pb2 as cm
@@ -21,11 +19,12 @@ from arbiter.contracts import events_pb2 as ev
 from arbiter.kit import events
 from arbiter.kit.events import timestamp
 from arbiter.kit.timesource import TimeSource
+from arbiter.vocabulary import GameResult
 from services.arena.settings import ArenaSettings
+from tests.support.polling import eventually
 
 TIME_SCALE = 60.0
 RESULTS = {"1-0": cm.GAME_RESULT_WHITE_WINS, "0-1": cm.GAME_RESULT_BLACK_WINS, "1/2-1/2": cm.GAME_RESULT_DRAW}
-T = TypeVar("T")
 
 
 def actor(player_id: str, kind: int = cm.ACCOUNT_KIND_REGISTERED) -> cm.Actor:
@@ -38,17 +37,6 @@ def arena_settings(name: str = "Blitz arena", minutes: int = 60, base: int = 180
     """Arena settings with an international blitz clock."""
     return ap.ArenaSettings(name=name, variant="international", duration_minutes=minutes,
                             time_control=cm.FischerControl(base_seconds=base, increment_seconds=increment), **extra)
-
-
-async def eventually(probe: Callable[[], Awaitable[T]], done: Callable[[T], bool], timeout: float = 10.0,
-                     every: float = 0.05) -> T:
-    """Poll `probe` until `done` says yes; the last value otherwise (the test's assert then shows it)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await probe()
-        if done(value) or time.monotonic() > deadline:
-            return value
-        await asyncio.sleep(every)
 
 
 async def arena_finished(consumer: AIOKafkaConsumer, arena_id: str, timeout: float = 15.0) -> ev.ArenaFinished:
@@ -77,7 +65,9 @@ class ArenaUnderTest:
 
     async def create(self, creator: str, **settings: Any) -> ap.Arena:
         """A new arena starting at once."""
-        return await self.stub.CreateArena(ap.CreateArenaRequest(actor=actor(creator), settings=arena_settings(**settings)))
+        return await self.stub.CreateArena(
+            ap.CreateArenaRequest(actor=actor(creator), settings=arena_settings(**settings))
+        )
 
     async def join(self, arena_id: str, *players: str) -> None:
         """Each player joins."""
@@ -91,9 +81,10 @@ class ArenaUnderTest:
             return list(rows)
         return [r for r in rows if (r["result"] is None) == running]
 
-    async def wait_running(self, arena_id: str, count: int, timeout: float = 10.0) -> list[asyncpg.Record]:
+    async def wait_running(self, arena_id: str, count: int) -> list[asyncpg.Record]:
         """Wait until `count` games run."""
-        return await eventually(lambda: self.games(arena_id, running=True), lambda g: len(g) >= count, timeout)
+        return await eventually(lambda: self.games(arena_id, running=True), f"{count} games of {arena_id} running",
+                                until=lambda games: len(games) >= count)
 
     async def finish(self, game: Any, result: str, event_id: str | None = None,
                      boosted: tuple[str, ...] = ()) -> ev.GameFinished:
@@ -117,7 +108,9 @@ class ArenaUnderTest:
 
     async def move(self, game_id: str, player: str, ply: int) -> None:
         """The play site reports a move."""
-        event = ev.MoveMade(game_id=game_id, player_id=player, ply=ply, move="32-28", played_at=timestamp(self.clock.now()))
+        event = ev.MoveMade(
+            game_id=game_id, player_id=player, ply=ply, move="32-28", played_at=timestamp(self.clock.now())
+        )
         event.meta.event_id = uuid.uuid4().hex
         await self.producer.send_and_wait(events.MOVE_MADE.name, event.SerializeToString(), key=game_id.encode())
 
@@ -132,7 +125,7 @@ class ArenaUnderTest:
             "SELECT * FROM arena_games WHERE arena_id = $1 AND result IS NOT NULL ORDER BY scored_seq", arena_id)
         players = [r["player_id"] for r in await self.db.fetch(
             "SELECT player_id FROM arena_players WHERE arena_id = $1", arena_id)]
-        games = [ArenaGame(r["white_id"], r["black_id"], ArenaResult(r["result"]), r["white_boosted"],
+        games = [ArenaGame(r["white_id"], r["black_id"], GameResult.from_pdn(r["result"]), r["white_boosted"],
                            r["black_boosted"]) for r in rows]
         return [(r.rank, r.player_id, r.points, r.wins, r.games, r.streak)
                 for r in recompute_leaderboard(games, players)]

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import asyncpg
 import grpc
@@ -14,17 +12,12 @@ import pytest
 import redis.asyncio as aioredis
 from aiokafka import AIOKafkaProducer
 
-_HERE = Path(__file__).resolve().parent
-if str(_HERE) not in sys.path:
-    sys.path.insert(0, str(_HERE))
-
-from arena_support import TIME_SCALE, ArenaUnderTest  # noqa: E402
-
-from arbiter.contracts import arena_pb2_grpc  # noqa: E402
-from arbiter.devstack.processes import free_port  # noqa: E402
-from arbiter.kit.timesource import TimeSource  # noqa: E402
-from services.arena.main import serve  # noqa: E402
-from services.arena.settings import ArenaSettings  # noqa: E402
+from arbiter.contracts import arena_pb2_grpc
+from arbiter.kit.timesource import TimeSource
+from arbiter_tools.devstack.processes import free_port
+from services.arena.main import serve
+from services.arena.settings import ArenaSettings
+from tests.integration.arena.arena_support import TIME_SCALE, ArenaUnderTest
 
 
 @pytest.fixture(scope="module")

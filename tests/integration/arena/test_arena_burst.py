@@ -19,17 +19,17 @@ from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.creators import ensure_creator_registry
 from arbiter.kit.runtime import Infrastructure, connect
 from services.arena import matchmaker as matchmaking
+from services.arena.clients import RatingCache
 from services.arena.hot import HotStore
 from services.arena.lifecycle import Lifecycle
 from services.arena.main import MIGRATIONS
 from services.arena.matchmaker import Matchmaker
 from services.arena.metrics import ArenaMetrics
-from services.arena.ratings import RatingCache
 from services.arena.settings import ArenaSettings
 from services.arena.watch import WatchHub
 
 # More than the matchmaker matches inline: this pass takes the overlapped path.
-PLAYERS = matchmaking._THREAD_ABOVE + 50  # noqa: SLF001 - the size that selects the path under test
+PLAYERS = matchmaking._THREAD_ABOVE + 50
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ async def running_arena(infra: Infrastructure, players: list[str]) -> str:
 
 async def test_a_large_pass_pairs_everyone_free_and_never_who_plays_or_left(infra: Infrastructure) -> None:
     hot = HotStore(infra.redis)
-    matchmaker = Matchmaker(infra.pool, hot, infra.outbox, infra.time_source, RatingCache(None, 0.5, 10.0),
+    matchmaker = Matchmaker(infra.pool, hot, infra.outbox, infra.time_source, RatingCache(None, 10.0),
                             WatchHub(infra.redis), Lifecycle(infra.outbox, hot, infra.time_source),
                             ArenaMetrics.create(infra.metrics), infra.settings)
     tag = uuid.uuid4().hex[:6]

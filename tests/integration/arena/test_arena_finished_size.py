@@ -10,7 +10,6 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from aiokafka import AIOKafkaConsumer
-from arena_support import ArenaUnderTest, actor, arena_finished, arena_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +22,7 @@ from arbiter.kit.outbox import Outbox
 from arbiter.kit.settings import BROKER_MAX_MESSAGE_BYTES
 from services.arena.convert import finished_event
 from services.arena.lifecycle import finish_if_done
+from tests.integration.arena.arena_support import ArenaUnderTest, actor, arena_finished, arena_settings
 
 FINISHED_AT = datetime(2026, 12, 2, 20, 0, tzinfo=UTC)
 # The smallest limit settings take (KAFKA_MAX_MESSAGE_BYTES): the event then holds at most half of it.

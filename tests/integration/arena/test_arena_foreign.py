@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import uuid
 
-from arena_support import ArenaUnderTest
-
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox
+from services.arena.clients import RatingCache
+from services.arena.handlers import ResultDesk
 from services.arena.hot import HotStore
 from services.arena.lifecycle import Lifecycle
 from services.arena.matchmaker import Matchmaker
 from services.arena.metrics import ArenaMetrics
-from services.arena.ratings import RatingCache
-from services.arena.results import ResultDesk
 from services.arena.watch import WatchHub
+from tests.integration.arena.arena_support import ArenaUnderTest
 
 
 def desk_of(arena: ArenaUnderTest) -> ResultDesk:
@@ -28,7 +27,7 @@ def desk_of(arena: ArenaUnderTest) -> ResultDesk:
     hot = HotStore(arena.redis)
     outbox = Outbox("arena", arena.clock)
     hub = WatchHub(arena.redis)
-    matchmaker = Matchmaker(arena.db, hot, outbox, arena.clock, RatingCache(None, 0.5, 10.0), hub,
+    matchmaker = Matchmaker(arena.db, hot, outbox, arena.clock, RatingCache(None, 10.0), hub,
                             Lifecycle(outbox, hot, arena.clock), ArenaMetrics.create(Metrics("arena")),
                             arena.settings, replica="foreign-test")
     return ResultDesk(arena.db, hot, outbox, arena.clock, matchmaker, hub)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import os
 import time
 import uuid
@@ -22,23 +21,29 @@ import redis.asyncio as aioredis
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from google.protobuf.message import Message
 
-from arbiter.clocks import Side
 from arbiter.contracts import clock_pb2, clock_pb2_grpc
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
-from arbiter.devstack.stack import SystemStack
 from arbiter.kit import events
 from arbiter.kit.db import create_pool, migrate, migrations_in
+from arbiter.kit.kafka import SettledKeys, ensure_topics
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox
-from arbiter.kit.timesource import TimeSource
+from arbiter.kit.timesource import ManualTimeSource, TimeSource
+from arbiter.vocabulary import Side
+from arbiter_tools.devstack.stack import SystemStack
 from services.clock import operations as ops
+from services.clock.clocked_game import ClockedGame, GameMeta, Kind
 from services.clock.flags import FlagPoller
+from services.clock.handlers import ClockHandlers
+from services.clock.hot import LiveStore
 from services.clock.metrics import ClockMetrics
-from services.clock.model import GameMeta, GameRecord, Kind
-from services.clock.records import CorrespondenceStore
+from services.clock.publisher import StatePublisher
+from services.clock.rebuild import HotRebuild
+from services.clock.servicer import ClockServicer
 from services.clock.settings import ClockSettings
-from services.clock.store import LiveStore
+from services.clock.store import CorrespondenceStore, LiveCopies
+from tests.support.polling import eventually
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services" / "clock" / "migrations"
 
@@ -81,9 +86,24 @@ async def clock_backend(infra_env: dict[str, str], name: str, **settings: Any) -
         await redis.aclose()
 
 
-def running_out(game_id: str, now_ms: int, in_ms: int) -> GameRecord:
+def started(game_id: str, at: datetime) -> ev.GameStarted:
+    """GameStarted of a ten-minute game, white `<id>-w` against black `<id>-b`, started at `at`."""
+    event = ev.GameStarted(game_id=game_id, white_id=f"{game_id}-w", black_id=f"{game_id}-b", variant="international")
+    event.time_control.fischer.base_seconds = 600
+    event.started_at.FromDatetime(at)
+    return event
+
+
+def move(game_id: str, ply: int, at: datetime) -> ev.MoveMade:
+    """MoveMade of ply `ply` of a game `started` gave (white plays the odd plies)."""
+    event = ev.MoveMade(game_id=game_id, player_id=f"{game_id}-{'w' if ply % 2 else 'b'}", ply=ply, move="x")
+    event.played_at.FromDatetime(at)
+    return event
+
+
+def running_out(game_id: str, now_ms: int, in_ms: int) -> ClockedGame:
     """A started game whose first mover (present) runs out `in_ms` from `now_ms`."""
-    record = GameRecord(game_id)
+    record = ClockedGame(game_id)
     ops.on_started(record, GameMeta(white_id="w", black_id="b", kind=Kind.FISCHER, base_s=10),
                    now_ms - 10_000 + in_ms, now_ms)
     record.presence[Side.WHITE].seen = record.presence[Side.BLACK].seen = True
@@ -102,11 +122,22 @@ async def polling(poller: FlagPoller) -> AsyncIterator[None]:
         await asyncio.wait_for(task, 10)
 
 
-def live_and_poller(backend: ClockBackend, clock: TimeSource) -> tuple[LiveStore, FlagPoller]:
-    """A live store on the backend's Redis prefix and a flag poller over it (one replica)."""
-    live = LiveStore(backend.redis, backend.prefix, 60_000, 60_000)
+async def live_store(pool: asyncpg.Pool, redis: aioredis.Redis, prefix: str,
+                     metrics: ClockMetrics | None = None) -> LiveStore:
+    """A live store on `prefix` as one replica wires it: Redis made whole from PostgreSQL when it is lost."""
+    live = LiveStore(redis, prefix, 60_000, 60_000)
+    rebuild = HotRebuild(live, CorrespondenceStore(pool, live), pool, metrics or ClockMetrics.create(Metrics("clock")),
+                         over_ttl_ms=60_000, rebuild_over_ms=60_000, lease_ms=60_000)
+    await rebuild.recover()
+    return live
+
+
+async def live_and_poller(backend: ClockBackend, clock: TimeSource,
+                          ownership: SettledKeys | None = None) -> tuple[LiveStore, FlagPoller]:
+    """A live store on the backend's Redis prefix and a flag poller over it (one replica, or those `ownership` says)."""
+    live = await live_store(backend.pool, backend.redis, backend.prefix)
     poller = FlagPoller(live, CorrespondenceStore(backend.pool, live), backend.pool, Outbox("clock", clock), clock,
-                        ClockMetrics.create(Metrics("clock")), backend.settings)
+                        ClockMetrics.create(Metrics("clock")), backend.settings, ownership=ownership)
     return live, poller
 
 
@@ -117,8 +148,7 @@ async def flags_saved(pool: asyncpg.Pool, game_id: str) -> int:
 
 async def flagged(pool: asyncpg.Pool, game_id: str) -> None:
     """Wait until the flag of `game_id` is saved."""
-    while not await flags_saved(pool, game_id):
-        await asyncio.sleep(0.01)
+    await eventually(lambda: flags_saved(pool, game_id), f"the flag of {game_id} saved")
 
 
 def launch(infra_env: dict[str, str], state_dir: Path, time_scale: float, **extra: str) -> SystemStack:
@@ -188,7 +218,8 @@ class PlaySite:
         await asyncio.gather(*futures)
 
     async def request(
-        self, game_id: str, white: str, black: str, *, base: int = 0, inc: int = 0, tb: tuple[int, int, bool] | None = None,
+        self, game_id: str, white: str, black: str, *, base: int = 0, inc: int = 0,
+        tb: tuple[int, int, bool] | None = None,
         variant: str = "international", competition: int = common.COMPETITION_KIND_TOURNAMENT,
         boost_allowed: bool = False, rated: bool = True,
     ) -> None:
@@ -251,6 +282,89 @@ class PlaySite:
                                 result=common.GAME_RESULT_DRAW, termination=common.TERMINATION_DRAW_AGREED)
         event.finished_at.FromDatetime(self.now())
         await self.send(event)
+
+
+class DirectSite(PlaySite):
+    """The play site handing each event straight to the clock's handlers, in order: no broker between them.
+
+    For tests that drive time themselves (ManualTimeSource): an event is applied when `send` returns.
+    """
+
+    def __init__(self, handlers: ClockHandlers, time_source: TimeSource) -> None:
+        self.time = time_source
+        self.routes: dict[type[Message], Callable[[list[Any]], Awaitable[str]]] = {
+            ev.GameRequested: handlers.on_requested, ev.GameStarted: handlers.on_started,
+            ev.PlayerPresenceChanged: handlers.on_presence, ev.MoveMade: handlers.on_moves,
+            ev.GameFinished: handlers.on_finished, ev.BoostTaken: handlers.on_boost,
+        }
+
+    async def start(self) -> None:
+        """Nothing to connect."""
+
+    async def stop(self) -> None:
+        """Nothing to disconnect."""
+
+    async def send(self, event: Message) -> None:
+        """Apply one event as the clock's consumer would."""
+        await self.routes[type(event)]([event])
+
+    async def send_many(self, items: Iterable[Message]) -> None:
+        """Apply events one after another."""
+        for event in items:
+            await self.send(event)
+
+
+@dataclass
+class ClockInProcess:
+    """The clock service's parts in this process on real Redis, PostgreSQL and Kafka, on a time the test moves.
+
+    Flags are decided when the test calls `decide` (the poller's look), so no wait depends on the host.
+    """
+
+    backend: ClockBackend
+    time: ManualTimeSource
+    site: DirectSite
+    poller: FlagPoller
+    servicer: ClockServicer
+
+    async def decide(self) -> int:
+        """One look of the flag poller at the current time; how many games it claimed."""
+        return await self.poller.fire_due()
+
+    async def get(self, game_id: str) -> clock_pb2.Clock:
+        """GetClock as the service answers it."""
+        return await self.servicer.GetClock(clock_pb2.GetClockRequest(game_id=game_id), None)
+
+    async def verdicts(self, game_id: str, kind: str = "flag") -> list[Message]:
+        """The verdicts of `kind` ("flag", "abandon") saved for `game_id`, as the outbox will publish them."""
+        rows = await self.backend.pool.fetch("SELECT payload FROM outbox WHERE event_id = $1 ORDER BY id",
+                                             f"{kind}:{game_id}")
+        decode = ev.ClockFlagged if kind == "flag" else ev.GameAbandoned
+        return [decode.FromString(row["payload"]) for row in rows]
+
+
+@contextlib.asynccontextmanager
+async def clock_in_process(infra_env: dict[str, str], name: str, start: datetime) -> AsyncIterator[ClockInProcess]:
+    """Handlers, flag poller and servicer of one replica wired as main.py wires them, time at `start`."""
+    time_source = ManualTimeSource(start)
+    async with clock_backend(infra_env, name) as backend:
+        await ensure_topics(backend.settings.kafka_bootstrap_servers, 1)
+        metrics = Metrics("clock")
+        clock_metrics = ClockMetrics.create(metrics)
+        live = await live_store(backend.pool, backend.redis, backend.prefix, clock_metrics)
+        correspondence = CorrespondenceStore(backend.pool, live)
+        copies = LiveCopies(backend.pool, backend.prefix)
+        outbox = Outbox("clock", time_source)
+        publisher = StatePublisher(backend.settings.kafka_bootstrap_servers, f"clock-{name}-test", metrics)
+        await publisher.start()
+        try:
+            handlers = ClockHandlers(live, correspondence, copies, outbox, publisher, time_source, clock_metrics)
+            poller = FlagPoller(live, correspondence, backend.pool, outbox, time_source, clock_metrics,
+                                backend.settings)
+            servicer = ClockServicer(live, correspondence, copies, outbox, time_source)
+            yield ClockInProcess(backend, time_source, DirectSite(handlers, time_source), poller, servicer)
+        finally:
+            await publisher.stop()
 
 
 def control(base: int, inc: int, tb: tuple[int, int, bool] | None) -> common.TimeControl:
@@ -321,19 +435,6 @@ class EventTap:
     def verdicts(self, game_id: str) -> list[Message]:
         """Flags and abandons of `game_id`."""
         return [*self.flags(game_id), *self.abandons(game_id)]
-
-
-async def eventually(check: Callable[[], bool | Awaitable[bool]], timeout: float = 30.0, what: str = "") -> None:
-    """Wait until `check` holds (polled every 20 ms), or fail naming `what`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if inspect.isawaitable(result):
-            result = await result
-        if result:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"not reached within {timeout} s: {what}")
 
 
 async def sleep_until(time_source: TimeSource, instant: datetime) -> None:

@@ -17,7 +17,8 @@ import asyncpg
 import pytest
 
 from arbiter.contracts import common_pb2 as common
-from tests.integration.clock.conftest import eventually, launch, ms, open_tools, whole_ms
+from tests.integration.clock.conftest import launch, ms, open_tools, whole_ms
+from tests.support.polling import eventually
 
 GAMES = 1_000
 
@@ -53,13 +54,13 @@ async def test_every_flag_fires_once_after_a_sigkill(stack, tools, unique) -> No
     def fired() -> int:
         return sum(1 for game_id in games if tap.verdicts(game_id))
 
-    await eventually(lambda: fired() >= 0.4 * GAMES, 40, "40% fired")
+    await eventually(lambda: fired() >= 0.4 * GAMES, "40% fired", timeout=40)
     stack.kill_service("clock")
     killed_at = fired()
     # Down for a few seconds while flags keep falling due; they fire late, once, after the restart.
     await asyncio.sleep(2)
     stack.start_service("clock")
-    await eventually(lambda: fired() == GAMES, 60, "every flag after the restart")
+    await eventually(lambda: fired() == GAMES, "every flag after the restart", timeout=60)
 
     duplicates = 0
     for n, game_id in enumerate(games):

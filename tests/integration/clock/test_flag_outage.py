@@ -9,18 +9,17 @@ from __future__ import annotations
 import asyncio
 import time
 
-from arbiter.clocks import Side
 from arbiter.kit.contact import BrokerContact
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox
 from arbiter.kit.timesource import TimeSource
+from arbiter.vocabulary import Side
 from services.clock import operations as ops
+from services.clock.clocked_game import ClockedGame, GameMeta, Kind
 from services.clock.flags import FlagPoller
 from services.clock.metrics import ClockMetrics
-from services.clock.model import GameMeta, GameRecord, Kind
-from services.clock.records import CorrespondenceStore
-from services.clock.store import LiveStore
-from tests.integration.clock.conftest import clock_backend
+from services.clock.store import CorrespondenceStore
+from tests.integration.clock.conftest import clock_backend, live_store
 
 
 async def never(timeout: float) -> bool:
@@ -31,16 +30,16 @@ async def test_a_deadline_due_during_an_outage_waits_for_the_grace_after_it(infr
     async with clock_backend(infra_env, "outage") as backend:
         settings, pool, redis, prefix = backend.settings, backend.pool, backend.redis, backend.prefix
         clock = TimeSource()
-        live = LiveStore(redis, prefix, 60_000, 60_000)
+        live = await live_store(pool, redis, prefix)
         # A long ping interval: this test says when the broker answers.
         contact = BrokerContact(never, interval=60.0, grace=0.6)
         poller = FlagPoller(live, CorrespondenceStore(pool, live), pool, Outbox("clock", clock), clock,
                             ClockMetrics.create(Metrics("clock")), settings, contact)
-        now = int(clock.timestamp() * 1000)
+        now = clock.now_ms()
         meta = GameMeta(white_id="w", black_id="b", kind=Kind.FISCHER, base_s=10)
-        before = GameRecord("outage-before")  # ran out before the broker went away: decided at once
+        before = ClockedGame("outage-before")  # ran out before the broker went away: decided at once
         ops.on_started(before, meta, now - 11_000, now)
-        during = GameRecord("outage-during")  # runs out 300 ms into the outage
+        during = ClockedGame("outage-during")  # runs out 300 ms into the outage
         ops.on_started(during, meta, now - 9_700, now)
         for record in (before, during):
             record.presence[Side.WHITE].seen = record.presence[Side.BLACK].seen = True

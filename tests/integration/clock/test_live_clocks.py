@@ -14,17 +14,17 @@ import pytest
 
 from arbiter.contracts import clock_pb2
 from arbiter.contracts import common_pb2 as common
-from arbiter.simulator.bench import scrape
+from arbiter_tools.simulator.bench.readings import scrape
 from tests.integration.clock.conftest import (
     ClockClient,
     actor,
     after,
-    eventually,
     launch,
     ms,
     open_tools,
     whole_ms,
 )
+from tests.support.polling import eventually
 
 # Every expected instant below comes from event timestamps, so only waiting depends on the scale.
 TIME_SCALE = 5.0
@@ -60,10 +60,11 @@ async def test_absent_player_clock_runs_and_never_sat_loses_unrated(tools, uniqu
     await time.sleep_until(after(t0, 5))
     running = await client.get(absent_white)
     assert running.side_to_move == common.COLOR_WHITE and running.white.running and not running.finished
-    assert 14_000 <= running.white.remaining_ms <= 15_500, running.white.remaining_ms
+    # White's clock has run since the start (T-16), up to the instant the reply was made.
+    assert running.white.remaining_ms == 20_000 - (running.server_time.ToMilliseconds() - ms(t0))
     assert not running.white.online and running.black.online
 
-    await eventually(lambda: tap.flags(present_white) and tap.flags(absent_white), 20, "both flags")
+    await eventually(lambda: tap.flags(present_white) and tap.flags(absent_white), "both flags")
     black_lost = tap.flags(present_white)[0]
     assert black_lost.loser_id == f"{present_white}-b"
     assert black_lost.reason == common.TERMINATION_NEVER_SAT and black_lost.loser_never_sat
@@ -82,7 +83,7 @@ async def test_both_absent_is_abandoned_with_nobody_flagged(tools, unique) -> No
     t0 = whole_ms(time.now())
     await site.request(game_id, "nobody-w", "nobody-b", base=10)
     await site.start_game(game_id, "nobody-w", "nobody-b", at=t0)
-    await eventually(lambda: tap.abandons(game_id), 20, "GameAbandoned")
+    await eventually(lambda: tap.abandons(game_id), "GameAbandoned")
     abandoned = tap.abandons(game_id)[0]
     assert (abandoned.white_id, abandoned.black_id) == ("nobody-w", "nobody-b")
     assert abandoned.abandoned_at.ToMilliseconds() == ms(after(t0, 10))
@@ -101,12 +102,12 @@ async def test_boosted_arena_game(tools, unique) -> None:
     await site.request(game_id, white, black, base=180, inc=2, competition=common.COMPETITION_KIND_ARENA,
                        boost_allowed=True)
     await site.start_game(game_id, white, black, at=t0)
-    await eventually(lambda: _running(client, game_id), 10, "clock started")
+    await eventually(lambda: _running(client, game_id), "clock started")
     # AR-5: black boosts before their first move: increment removed, base halved (180 -> 90 s).
     await site.boost(game_id, black)
-    await eventually(lambda: _boosted(client, game_id, "black"), 10, "boost applied")
+    await eventually(lambda: _boosted(client, game_id, "black"), "boost applied")
     # The play site hears of it at once: the cut shows, and GameFinished can say the game was boosted.
-    await eventually(lambda: any(s.black_boosted for s in tap.states(game_id)), 10, "boost's clock state")
+    await eventually(lambda: any(s.black_boosted for s in tap.states(game_id)), "boost's clock state")
     boosted = next(s for s in tap.states(game_id) if s.black_boosted)
     assert boosted.ply == 0 and not boosted.white_boosted and boosted.black_remaining_ms == 90_000
     assert boosted.meta.event_id == f"state:{game_id}:0:boost-black"
@@ -114,12 +115,12 @@ async def test_boosted_arena_game(tools, unique) -> None:
     await site.move(game_id, white, 1, at=after(t0, 1))
     # Moves and boosts come on different topics (two consumers): the clock judges a boost by the
     # moves it has applied, so the late boost is sent once white's move is in.
-    await eventually(lambda: any(s.ply == 1 for s in tap.states(game_id)), 10, "white's move applied")
+    await eventually(lambda: any(s.ply == 1 for s in tap.states(game_id)), "white's move applied")
     await time.sleep_until(after(t0, 2))
     # White boosting after their own first move is too late: ignored.
     await site.boost(game_id, white)
     await site.move(game_id, black, 2, at=after(t0, 2))
-    await eventually(lambda: any(s.ply == 2 for s in tap.states(game_id)), 10, "black's move applied")
+    await eventually(lambda: any(s.ply == 2 for s in tap.states(game_id)), "black's move applied")
     state = next(s for s in tap.states(game_id) if s.ply == 2)
     assert state.side_to_move == common.COLOR_WHITE and state.black_boosted and not state.white_boosted
     assert state.black_remaining_ms == 89_000, "90 s boosted base, 1 s used, no increment"
@@ -128,7 +129,7 @@ async def test_boosted_arena_game(tools, unique) -> None:
     assert clock.black.boosted and clock.black.increment_ms == 0
     assert not clock.white.boosted and clock.white.increment_ms == 2_000
     await site.finish(game_id, white, black)
-    await eventually(lambda: _finished(client, game_id), 10, "finished")
+    await eventually(lambda: _finished(client, game_id), "finished")
     assert not tap.verdicts(game_id)
 
 
@@ -147,19 +148,22 @@ async def test_start_order_variant_early_moves_and_refusals(tools, unique) -> No
     await site.start_game(early, "ea-w", "ea-b", at=t0, base=60)
     await site.request(late_request, "lr-w", "lr-b", base=60)
 
-    await eventually(lambda: _running(client, late_request), 10, "started by the late GameRequested")
+    await eventually(lambda: _running(client, late_request), "started by the late GameRequested")
     clock = await client.get(late_request)
     elapsed = clock.server_time.ToMilliseconds() - ms(t0)
     assert clock.white.remaining_ms == 60_000 - elapsed, "the clock ran from started_at"
     english_clock = await client.get(english)
     assert english_clock.side_to_move == common.COLOR_BLACK and english_clock.black.running
     assert (await client.get(casual)).white.increment_ms == 1_000
-    await eventually(lambda: _ply(client, early, 1), 10, "early move applied")
-    # A redelivered move changes nothing.
+    await eventually(lambda: _ply(client, early, 1), "early move applied")
+    # A redelivered move changes nothing: black's reply, behind it on the game's partition, finds it taken.
     await site.move(early, "ea-w", 1, at=after(t0, 1))
-    await asyncio.sleep(0.3)
+    await site.move(early, "ea-b", 2, at=after(t0, 1.5))
+    await eventually(lambda: _ply(client, early, 2), "black's reply applied")
     early_clock = await client.get(early)
-    assert early_clock.ply == 1 and early_clock.white.remaining_ms == 59_000
+    # White's time left after their move, running again since black's reply, up to the reply's server time.
+    since_reply = early_clock.server_time.ToMilliseconds() - ms(after(t0, 1.5))
+    assert early_clock.ply == 2 and early_clock.white.remaining_ms == 59_000 - since_reply
 
     with pytest.raises(grpc.aio.AioRpcError) as unknown:
         await client.get(unique("g-never-heard-of"))
@@ -195,8 +199,8 @@ async def test_a_time_control_the_rules_refuse_leaves_its_game_without_a_clock(s
         return invalid("requested", now) > invalid("requested", before) and invalid("started", now) > invalid(
             "started", before)
 
-    await eventually(counted, 10, "both refusals counted")
-    await eventually(lambda: _running(client, fine), 10, "the game after them started")
+    await eventually(counted, "both refusals counted")
+    await eventually(lambda: _running(client, fine), "the game after them started")
     for game_id in (zero, bad_bank):  # known, without a clock
         clock = await client.get(game_id)
         assert clock.kind == clock_pb2.CLOCK_KIND_UNSPECIFIED and not clock.white.running and not clock.black.running
@@ -204,7 +208,7 @@ async def test_a_time_control_the_rules_refuse_leaves_its_game_without_a_clock(s
     late = unique("g-late-bad")
     await site.request(late, "lb-w", "lb-b", base=60)
     await site.start_game(late, "lb-w", "lb-b", at=t0, base=0, tb=(1, 60, False))
-    await eventually(lambda: _running(client, late), 10, "started on its GameRequested's control")
+    await eventually(lambda: _running(client, late), "started on its GameRequested's control")
     assert (await client.get(late)).kind == clock_pb2.CLOCK_KIND_FISCHER
     for game_id, white, black in ((fine, "f-w", "f-b"), (late, "lb-w", "lb-b")):
         await site.finish(game_id, white, black)

@@ -23,8 +23,8 @@ from arbiter.kit.timesource import TimeSource
 from services.clock.handlers import ClockHandlers
 from services.clock.metrics import ClockMetrics
 from services.clock.publisher import StatePublisher
-from services.clock.records import CorrespondenceStore
-from services.clock.store import LiveStore
+from services.clock.store import CorrespondenceStore, LiveCopies
+from tests.integration.clock.conftest import live_store, move, started
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services" / "clock" / "migrations"
 
@@ -42,12 +42,13 @@ async def replicas(infra_env):  # type: ignore[no-untyped-def]
     time = TimeSource()
     made: list[tuple[ClockHandlers, StatePublisher]] = []
     for n in range(2):
-        live = LiveStore(redis, prefix, 60_000, 60_000)
         metrics = Metrics("clock")
+        clock_metrics = ClockMetrics.create(metrics)
+        live = await live_store(pool, redis, prefix, clock_metrics)
         publisher = StatePublisher(bootstrap, f"clock-cache-test-{n}", metrics)
         await publisher.start()
-        handlers = ClockHandlers(live, CorrespondenceStore(pool, live), Outbox("clock", time), publisher, time,
-                                 ClockMetrics.create(metrics))
+        handlers = ClockHandlers(live, CorrespondenceStore(pool, live), LiveCopies(pool, prefix), Outbox("clock", time),
+                                 publisher, time, clock_metrics)
         made.append((handlers, publisher))
     try:
         yield [handlers for handlers, _ in made]
@@ -61,19 +62,6 @@ async def replicas(infra_env):  # type: ignore[no-untyped-def]
         async with pool.acquire() as connection:
             await connection.execute(f"DROP SCHEMA {schema} CASCADE")
         await pool.close()
-
-
-def started(game_id: str, at: datetime) -> ev.GameStarted:
-    event = ev.GameStarted(game_id=game_id, white_id=f"{game_id}-w", black_id=f"{game_id}-b", variant="international")
-    event.time_control.fischer.base_seconds = 600
-    event.started_at.FromDatetime(at)
-    return event
-
-
-def move(game_id: str, ply: int, at: datetime) -> ev.MoveMade:
-    event = ev.MoveMade(game_id=game_id, player_id=f"{game_id}-{'w' if ply % 2 else 'b'}", ply=ply, move="x")
-    event.played_at.FromDatetime(at)
-    return event
 
 
 def presence(game_id: str, player: str, online: bool, at: datetime) -> ev.PlayerPresenceChanged:
@@ -177,7 +165,7 @@ async def test_events_without_a_game_id_are_counted_and_do_not_stop_the_rest(rep
     assert await a.on_presence([presence("", "someone", False, t0), presence(game, f"{game}-b", True, t0)]) == "handled"
     record = await a.live.load(game)
     assert record is not None and record.ply == 1
-    registry = a.metrics.base.registry
+    registry = a.publisher.metrics.registry  # the kit's Metrics the clock's series are registered on
     assert registry.get_sample_value("arbiter_clock_moves_total", {"service": "clock", "outcome": "invalid"}) == 1
     assert registry.get_sample_value("arbiter_clock_events_total",
                                      {"service": "clock", "kind": "presence", "outcome": "invalid"}) == 1

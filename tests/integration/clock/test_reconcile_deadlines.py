@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from arbiter.kit.timesource import TimeSource
 from services.clock import operations as ops
-from services.clock.model import GameMeta, GameRecord, Kind, record_deadline_ms
-from services.clock.records import CorrespondenceStore
-from services.clock.store import LiveStore
-from tests.integration.clock.conftest import clock_backend
+from services.clock.clocked_game import ClockedGame, GameMeta, Kind, game_deadline_ms
+from services.clock.store import CorrespondenceStore
+from tests.integration.clock.conftest import clock_backend, live_store
 
 DAY_MS = 86_400_000
 TRIPLE_BLOCK = GameMeta(white_id="w", black_id="b", kind=Kind.TRIPLE_BLOCK, tb_increment_days=1, tb_bank_days=50,
@@ -23,12 +22,12 @@ TRIPLE_BLOCK = GameMeta(white_id="w", black_id="b", kind=Kind.TRIPLE_BLOCK, tb_i
 
 async def running_triple_block(correspondence: CorrespondenceStore, game_id: str, now_ms: int) -> int:
     """A Triple Block game whose white clock runs, stored in PostgreSQL and mirrored; its deadline (ms)."""
-    seed = GameRecord(game_id)
+    seed = ClockedGame(game_id)
 
-    async def start(_connection, record: GameRecord) -> int | None:  # type: ignore[no-untyped-def]
+    async def start(_connection, record: ClockedGame) -> int | None:  # type: ignore[no-untyped-def]
         ops.on_requested(record, TRIPLE_BLOCK, now_ms)
         ops.on_started(record, TRIPLE_BLOCK, now_ms, now_ms)
-        return record_deadline_ms(record)
+        return game_deadline_ms(record)
 
     changed = await correspondence.change(game_id, start, create=seed)
     assert changed is not None and changed[0] is not None
@@ -38,9 +37,9 @@ async def running_triple_block(correspondence: CorrespondenceStore, game_id: str
 async def test_a_current_copy_without_its_deadline_gets_it_back_unless_the_game_is_claimed(infra_env) -> None:
     async with clock_backend(infra_env, "reconcile") as backend:
         redis, prefix = backend.redis, backend.prefix
-        live = LiveStore(redis, prefix, 60_000, 60_000)
+        live = await live_store(backend.pool, redis, prefix)
         correspondence = CorrespondenceStore(backend.pool, live)
-        now_ms = int(TimeSource().timestamp() * 1000)
+        now_ms = TimeSource().now_ms()
         deadline = await running_triple_block(correspondence, "tb-lost", now_ms)
         assert deadline > now_ms + DAY_MS  # one day to move, plus the bank's share (TB-1)
         assert await redis.zscore(f"{prefix}:deadlines", "tb-lost") == deadline

@@ -17,10 +17,12 @@ import grpc
 import pytest
 import redis.asyncio as aioredis
 
-from arbiter.clocks import GUARANTEED_TIME_S, Side, TripleBlockClock
+from arbiter.clocks import GUARANTEED_TIME_S, TripleBlockClock
 from arbiter.contracts import clock_pb2
 from arbiter.contracts import common_pb2 as common
-from tests.integration.clock.conftest import actor, eventually, launch, ms, open_tools, whole_ms
+from arbiter.vocabulary import Side
+from tests.integration.clock.conftest import actor, launch, ms, open_tools, whole_ms
+from tests.support.polling import eventually
 
 # One competition day is ~288 real ms. White's tightest margin below (2.9 days, under Guaranteed
 # Time) is ~840 ms: room for the embedded broker holding a consumer's fetch for ~250 ms and for a
@@ -80,11 +82,7 @@ class Game:
         """Wait until the service has taken the last move."""
         async def taken() -> bool:
             return (await self.client.get(self.game_id)).ply == self.ply
-        try:
-            await eventually(taken, 10, f"ply {self.ply} applied")
-        except AssertionError:
-            print("DEBUG", await self.client.get(self.game_id))
-            raise
+        await eventually(taken, f"ply {self.ply} applied")
 
     async def call(self, method: str, request) -> clock_pb2.Clock:  # type: ignore[no-untyped-def]
         """A ClockService call; returns the reply (its server time is when the change took effect)."""
@@ -212,12 +210,12 @@ async def test_triple_block_game_of_60_moves(stack, tools, unique) -> None:
     # White's 3 days run out (TB-4); the Redis copy is lost once more and rebuilt by the reconciler.
     await wipe_redis()
     deadline_ms = game.model.flag_deadline() * 1000
-    await eventually(lambda: tap.flags(game_id), 15, "white loses on time")
+    await eventually(lambda: tap.flags(game_id), "white loses on time")
     flagged = tap.flags(game_id)[0]
     assert flagged.loser_id == white and flagged.reason == common.TERMINATION_TIME and not flagged.loser_never_sat
     assert flagged.flagged_at.ToMilliseconds() == deadline_ms
 
-    await eventually(lambda: all(f"state:{game_id}:{p}" in _ids(tap, game_id) for p in game.expected), 15,
+    await eventually(lambda: all(f"state:{game_id}:{p}" in _ids(tap, game_id) for p in game.expected),
                      "a clock state per move")
     states = {s.meta.event_id: s for s in tap.states(game_id)}
     for ply, (white_ms, black_ms, white_bank, black_bank) in game.expected.items():

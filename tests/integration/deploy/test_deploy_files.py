@@ -5,7 +5,10 @@
 - every Grafana dashboard has the dashboard shape, and every metric its PromQL names is
   exported by the services (METRIC_PROVIDERS below: add a service's own registry there);
 - every Kubernetes manifest parses and has its required fields, probes and env sources;
-- the Prometheus config scrapes all five services on their metrics ports.
+- the Prometheus config scrapes all five services on their metrics ports and loads the alert
+  rules, which pass `promtool test rules` (a case where each alert fires and one where it does
+  not), name only metrics that exist, link their runbook section, and are the same rules as
+  the Kubernetes PrometheusRule.
 """
 
 from __future__ import annotations
@@ -27,19 +30,23 @@ from typing import Any
 
 import pytest
 import yaml
+from google.protobuf import descriptor_pool
 from prometheus_client import CollectorRegistry
 
-from arbiter.devstack.stack import SERVICE_GROUPS
 from arbiter.kit.auth import parse_keys, signing_key
+from arbiter.kit.health import LIVENESS, READINESS
 from arbiter.kit.kafka import make_broker
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.retention import RetentionSweeper
 from arbiter.kit.settings import KitSettings, load_settings
+from arbiter_tools.devstack.stack import SERVICE_GROUPS
+from arbiter_tools.lagexporter.main import BrokerViewCollector, registry_of
+from arbiter_tools.lagexporter.view import BrokerView, GroupState, PartitionOffsets
 from services.arena.metrics import ArenaMetrics
 from services.clock.metrics import ClockMetrics
-from services.openings.drawing import draws_counter
+from services.openings.metrics import OpeningsMetrics
 from services.pairing.metrics import PairingMetrics
-from services.rating.consumer import RatingMetrics
+from services.rating.metrics import RatingMetrics
 
 ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy"
@@ -47,12 +54,16 @@ COMPOSE_FILE = ROOT / "docker-compose.yml"
 DOCKERFILE = DEPLOY / "Dockerfile"
 DOCKERIGNORE = DEPLOY / "Dockerfile.dockerignore"
 PROMETHEUS_CONFIG = DEPLOY / "prometheus" / "prometheus.yml"
+ALERT_RULES = DEPLOY / "prometheus" / "alerts.yml"
+ALERT_TESTS = DEPLOY / "prometheus" / "alerts_test.yml"
+ALERTMANAGER_CONFIG = DEPLOY / "alertmanager" / "alertmanager.yml"
+RUNBOOK = DEPLOY / "RUNBOOK.md"
 GRAFANA = DEPLOY / "grafana"
 DASHBOARDS = GRAFANA / "dashboards"
 K8S = DEPLOY / "k8s"
 
 SERVICES = ("pairing", "clock", "arena", "rating", "openings")
-INFRASTRUCTURE = ("kafka", "redis", "postgres", "prometheus", "grafana")
+INFRASTRUCTURE = ("kafka", "redis", "postgres", "prometheus", "alertmanager", "grafana", "kafka-exporter")
 # Who calls whom over gRPC (DESIGN.md): compose starts the callees first.
 CALLS = {"pairing": ("rating", "openings", "clock"), "arena": ("rating",)}
 REQUIRED_ENV = (
@@ -60,7 +71,7 @@ REQUIRED_ENV = (
     "AUTH_KEYS", "AUTH_SIGNING_KEY", *(f"{name.upper()}_GRPC_ADDR" for name in SERVICES),
 )
 # Settings that are credentials: in Kubernetes they come from a Secret, never from the ConfigMap or the manifest.
-SECRET_ENV = {"DATABASE_URL", "AUTH_KEYS", "AUTH_SIGNING_KEY"}
+SECRET_ENV = {"DATABASE_URL", "AUTH_KEYS", "AUTH_SIGNING_KEY", "KAFKA_SASL_PASSWORD"}
 
 
 # ---------------------------------------------------------------------------
@@ -77,7 +88,7 @@ def kit_metrics() -> CollectorRegistry:
         kafka_bootstrap_servers="127.0.0.1:9092", redis_url="redis://127.0.0.1:6379/0",
         database_url="postgresql://x@127.0.0.1/x", grpc_port=0, metrics_port=0,
     )
-    make_broker(settings, "x", metrics)  # builds the client only; nothing connects
+    make_broker(settings, "x")  # builds the client only; nothing connects
     # As ServiceRuntime makes it in every service; the pool is only used by a sweep, and none runs here.
     no_pool: Any = None
     RetentionSweeper(no_pool, metrics, timedelta(hours=settings.processed_events_retention_hours),
@@ -95,13 +106,24 @@ def service_metrics(register: Callable[[Metrics], object], service: str) -> Call
     return provide
 
 
+def lag_exporter_metrics() -> CollectorRegistry:
+    """The lag exporter's series (kafka-exporter's names), as it serves a group that has committed on a topic."""
+    collector = BrokerViewCollector()
+    collector.view = BrokerView(1, {("game.finished", 0): PartitionOffsets(0, 10)},
+                                (GroupState("rating", 1, {("game.finished", 0): 7}),))
+    return registry_of(collector)
+
+
 METRIC_PROVIDERS: dict[str, Callable[[], CollectorRegistry]] = {
     "kit": kit_metrics,
+    # The broker's view of the consumer groups: kafka-exporter in compose and Kubernetes, the
+    # embedded stack's lag exporter under `arbiter up`; the same names and labels.
+    "lag-exporter": lag_exporter_metrics,
     "pairing": service_metrics(PairingMetrics.create, "pairing"),
     "clock": service_metrics(ClockMetrics.create, "clock"),
     "arena": service_metrics(ArenaMetrics.create, "arena"),
-    "rating": service_metrics(RatingMetrics, "rating"),
-    "openings": service_metrics(draws_counter, "openings"),
+    "rating": service_metrics(RatingMetrics.create, "rating"),
+    "openings": service_metrics(OpeningsMetrics.create, "openings"),
 }
 
 # Series Prometheus adds to every scrape; the dashboards may use them too.
@@ -131,9 +153,9 @@ class Exported:
 def _label_names(registry: CollectorRegistry) -> dict[str, set[str]]:
     # prometheus_client keeps each collector's label names on the collector itself.
     names: dict[str, set[str]] = {}
-    for collector in set(registry._collector_to_names):  # noqa: SLF001 - no public accessor
+    for collector in set(registry._collector_to_names):
         labels = set(getattr(collector, "_labelnames", ()))
-        for name in registry._collector_to_names[collector]:  # noqa: SLF001
+        for name in registry._collector_to_names[collector]:
             names[name] = labels
     return names
 
@@ -219,9 +241,8 @@ def read_promql(expr: str) -> PromQL:
     for char in text:
         if char in "([{":
             stack.append(char)
-        elif char in pairs:
-            if not stack or stack.pop() != pairs[char]:
-                raise ValueError(f"unbalanced {char!r} in {expr!r}")
+        elif char in pairs and (not stack or stack.pop() != pairs[char]):
+            raise ValueError(f"unbalanced {char!r} in {expr!r}")
     if stack:
         raise ValueError(f"unclosed {stack[-1]!r} in {expr!r}")
     labels: set[str] = set()
@@ -237,9 +258,11 @@ def read_promql(expr: str) -> PromQL:
     metrics, functions = set(), set()
     for match in _IDENTIFIER.finditer(text):
         name, call = match.group(1), match.group(2)
+        if name.lower() in PROMQL_KEYWORDS:
+            continue  # `a or (b)` is no call of `or`
         if call:
             functions.add(name)
-        elif name.lower() not in PROMQL_KEYWORDS:
+        else:
             metrics.add(name)
     return PromQL(frozenset(metrics), frozenset(functions), frozenset(labels), tuple(selectors))
 
@@ -252,6 +275,7 @@ def read_promql(expr: str) -> PromQL:
     ("a_total / on (instance) group_left (job) b offset 5m > bool 1e3", {"a_total", "b"}, set(),
      {"instance", "job"}),
     ('max_over_time(up{job="x"}[1h:5m])', {"up"}, {"max_over_time"}, {"job"}),
+    ("(a > 0 unless on (s) (b > 0 or c)) or absent(d)", {"a", "b", "c", "d"}, {"absent"}, {"s"}),
 ])
 def test_the_promql_reader_finds_names(expr: str, metrics: set[str], functions: set[str], labels: set[str]) -> None:
     """The checks below depend on this reader: it must see every name and no more."""
@@ -302,6 +326,13 @@ def assert_authentication_on(where: str, settings: KitSettings) -> None:
     own = signing_key(settings.auth_signing_key.get_secret_value())
     assert keys, f"{where}: AUTH_KEYS is empty, which turns authentication off"
     assert own is not None and keys.get(own.key_id) == own, f"{where}: AUTH_SIGNING_KEY is not one of AUTH_KEYS"
+
+
+def assert_kafka_user(where: str, service: str, settings: KitSettings) -> None:
+    """The service authenticates to Kafka with SCRAM as the user named after it."""
+    assert settings.kafka_security_protocol == "SASL_PLAINTEXT", f"{where}: Kafka without authentication"
+    assert settings.kafka_sasl_mechanism == "SCRAM-SHA-512"
+    assert settings.kafka_sasl_username == service, f"{where}: the Kafka user must be the service's own"
 
 
 def load_yaml(path: Path) -> Any:
@@ -401,6 +432,10 @@ def test_compose_service_runs_from_the_image_with_valid_settings(service: str, m
     assert not missing, f"{service}: missing {missing}"
     settings = validate_env(service, env, monkeypatch)
     assert_authentication_on(f"compose {service}", settings)
+    assert_kafka_user(f"compose {service}", service, settings)
+    kafka = compose_env("kafka")
+    assert settings.kafka_sasl_password.get_secret_value() == kafka[f"KAFKA_PASSWORD_{service.upper()}"], (
+        f"{service}: its Kafka password is not the one the broker's setup gives its user")
     grpc_port, metrics_port = ports(service)
     assert (settings.grpc_port, settings.metrics_port) == (grpc_port, metrics_port)
     assert settings.grpc_host == settings.metrics_host == "0.0.0.0"
@@ -423,6 +458,8 @@ def test_compose_service_health_and_start_order(service: str) -> None:
     spec = services[service]
     check = " ".join(spec["healthcheck"]["test"])
     assert "grpc_health" in check and "GRPC_PORT" in check, "the healthcheck asks gRPC health on GRPC_PORT"
+    # Readiness, not liveness: a callee whose dependencies do not answer is no callee to start after.
+    assert f"service='{READINESS}'" in check, "the healthcheck asks the readiness health service"
     depends_on = spec["depends_on"]
     assert isinstance(depends_on, dict), "depends_on uses conditions"
     for needed in ("kafka", "redis", "postgres", *CALLS.get(service, ())):
@@ -435,6 +472,81 @@ def test_compose_bind_mounts_exist() -> None:
     for name in compose()["services"]:
         for host in volume_mounts(name):
             assert (ROOT / host).exists(), f"{name} mounts ./{host}, which does not exist"
+
+
+def _memory_bytes(text: str) -> int:
+    number, unit = re.fullmatch(r"(\d+(?:\.\d+)?)([bkmg]?)", str(text).lower()).groups()
+    return int(float(number) * {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[unit])
+
+
+def test_compose_every_container_has_cpu_and_memory_limits_and_rotated_logs() -> None:
+    """A runaway container cannot take the host's CPU, memory or disk (json-file logs grow without end)."""
+    for name, spec in compose()["services"].items():
+        assert 0 < float(spec["cpus"]) <= 4, f"{name}: cpus"
+        assert _memory_bytes(spec["mem_limit"]) >= 64 * 1024**2, f"{name}: mem_limit"
+        logging = spec["logging"]
+        assert logging["driver"] == "json-file", f"{name}: logging driver"
+        assert _memory_bytes(logging["options"]["max-size"]) <= 100 * 1024**2, f"{name}: max-size"
+        assert 1 <= int(logging["options"]["max-file"]) <= 10, f"{name}: max-file"
+    for service in SERVICES:
+        # One event loop per service: a second core would idle (scale out instead).
+        assert float(compose()["services"][service]["cpus"]) == 1.0, service
+
+
+# Images kept on a version tag, each with the reason (said beside the image in the file too).
+TAG_ONLY_IMAGES = {"kafka-exporter": "no digest of v1.9.0's multi-platform image could be verified in public material"}
+_DIGEST = re.compile(r"[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}")
+
+
+def test_compose_images_are_pinned_by_digest_where_one_is_known() -> None:
+    text = COMPOSE_FILE.read_text()
+    for name, spec in compose()["services"].items():
+        if "build" in spec:
+            continue  # ours, built from deploy/Dockerfile
+        image = spec["image"]
+        if name in TAG_ONLY_IMAGES:
+            tag = image.rsplit(":", 1)[-1]
+            assert re.fullmatch(r"v?\d+\.\d+\.\d+", tag), f"{name}: {image} is not on a version tag"
+            above = text[:text.index(f"\n  {name}:\n")].splitlines()
+            comment = " ".join(line for line in above[-3:] if line.strip().startswith("#"))
+            assert "Tag only" in comment, f"{name}: the comment above it does not say why {image} has no digest"
+        else:
+            assert _DIGEST.fullmatch(image), f"{name}: {image} is not pinned by digest (tag@sha256:...)"
+
+
+def test_compose_runs_kafka_exporter_as_its_own_kafka_user_scraped_by_prometheus() -> None:
+    services = compose()["services"]
+    exporter = services["kafka-exporter"]
+    flags = dict(flag.removeprefix("--").partition("=")[::2] for flag in exporter["command"])
+    assert flags["kafka.server"] == compose_env("pairing")["KAFKA_BOOTSTRAP_SERVERS"], "the services' listener"
+    assert "sasl.enabled" in flags and flags["sasl.mechanism"] == "scram-sha512"
+    assert flags["sasl.username"] == "kafka-exporter"
+    assert flags["sasl.password"] == compose_env("kafka")["KAFKA_PASSWORD_KAFKA_EXPORTER"]
+    assert exporter["depends_on"]["kafka"]["condition"] == "service_healthy"
+    assert services["prometheus"]["depends_on"]["kafka-exporter"]["condition"] == "service_healthy"
+    jobs = {job["job_name"]: job for job in load_yaml(PROMETHEUS_CONFIG)["scrape_configs"]}
+    (target,) = jobs["kafka-exporter"]["static_configs"][0]["targets"]
+    assert target == "kafka-exporter:9308"
+
+
+def broker_acls() -> dict[str, set[tuple[str, str]]]:
+    """deploy/kafka/setup.sh's `acl USER --operation OP... --RESOURCE NAME` lines: user -> {(operation, resource)}."""
+    granted: dict[str, set[tuple[str, str]]] = {}
+    for line in (DEPLOY / "kafka" / "setup.sh").read_text().splitlines():
+        words = line.split()
+        if words[:1] != ["acl"] or len(words) < 3 or words[1].startswith("\""):
+            continue
+        operations = [words[i + 1] for i, word in enumerate(words) if word == "--operation"]
+        resource = next(word.removeprefix("--") for word in words if word in ("--topic", "--group", "--cluster"))
+        granted.setdefault(words[1], set()).update((operation, resource) for operation in operations)
+    return granted
+
+
+def test_kafka_exporter_may_only_describe() -> None:
+    """It reads offsets (ListGroups, DescribeGroups, OffsetFetch, ListOffsets): no record, no group join, no write."""
+    script = (DEPLOY / "kafka" / "setup.sh").read_text()
+    assert 'user kafka-exporter "$KAFKA_PASSWORD_KAFKA_EXPORTER"' in script
+    assert broker_acls()["kafka-exporter"] == {("Describe", "topic"), ("Describe", "group"), ("Describe", "cluster")}
 
 
 # ---------------------------------------------------------------------------
@@ -452,7 +564,7 @@ def test_dockerfile_builds_one_non_root_python_311_amd64_image() -> None:
     for stage in stages:
         image = re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], stage.split()[-3 if " AS " in stage else -1])
         assert image == "python:3.11-slim", stage
-        assert "--platform=linux/amd64" in stage, "py4swiss ships only an x86_64 wheel"
+        assert "--platform=linux/amd64" in stage, "the image is built and tested on linux/amd64"
     final = text[text.rindex("\nFROM "):]
     users = re.findall(r"^USER\s+(\S+)", final, re.MULTILINE)
     assert users and users[-1].split(":")[0] not in {"root", "0"}, "the final stage runs as a non-root user"
@@ -488,6 +600,161 @@ def test_prometheus_scrapes_every_service() -> None:
         assert target in targets, f"Prometheus does not scrape {target}"
         assert compose_env(service)["METRICS_PORT"] == str(ports(service)[1])
     assert volume_mounts("prometheus").get("deploy/prometheus/prometheus.yml") == "/etc/prometheus/prometheus.yml"
+
+
+def test_prometheus_loads_the_alert_rules_and_sends_to_alertmanager() -> None:
+    config = load_yaml(PROMETHEUS_CONFIG)
+    assert [(PROMETHEUS_CONFIG.parent / name).resolve() for name in config["rule_files"]] == [ALERT_RULES]
+    mounts = volume_mounts("prometheus")
+    assert mounts.get("deploy/prometheus/alerts.yml") == str(Path(mounts["deploy/prometheus/prometheus.yml"]).parent
+                                                             / config["rule_files"][0])
+    (alertmanagers,) = config["alerting"]["alertmanagers"]
+    (target,) = alertmanagers["static_configs"][0]["targets"]
+    host, port = target.split(":")
+    assert host in compose()["services"] and f"127.0.0.1:{port}:{port}" in compose()["services"][host]["ports"]
+    assert volume_mounts(host).get("deploy/alertmanager/alertmanager.yml") == "/etc/alertmanager/alertmanager.yml"
+
+
+def test_alertmanager_routes_every_alert_to_a_receiver() -> None:
+    config = load_yaml(ALERTMANAGER_CONFIG)
+    receivers = {receiver["name"] for receiver in config["receivers"]}
+    route = config["route"]
+    assert route["receiver"] in receivers
+    for child in route.get("routes", []):
+        assert child.get("receiver", route["receiver"]) in receivers
+    severities = {rule["labels"]["severity"] for rule in alert_rules()}
+    routed = {m.split("=", 1)[1].strip('"') for child in route.get("routes", []) for m in child.get("matchers", [])
+              if m.startswith("severity=")}
+    assert routed <= severities, "a route matches a severity no alert has"
+    names = {rule["alert"] for rule in alert_rules()}
+    for inhibit in config.get("inhibit_rules", []):
+        for matcher in (*inhibit["source_matchers"], *inhibit["target_matchers"]):
+            label, operator, value = re.fullmatch(r'(\w+)(=~|=)"(.*)"', matcher).groups()
+            assert label == "alertname", matcher
+            named = value.split("|") if operator == "=~" else [value]
+            assert set(named) <= names, f"{matcher} names an alert that does not exist"
+
+
+# ---------------------------------------------------------------------------
+# Alert rules (deploy/prometheus/alerts.yml) and their runbook
+# ---------------------------------------------------------------------------
+
+SEVERITIES = {"critical", "warning"}
+# Series from elsewhere than the services' registries: Prometheus's own per target, and the broker's view
+# of the consumer groups (kafka-exporter's names, which the embedded stack's exporter uses too).
+SCRAPE_SERIES = {"up"}
+KAFKA_EXPORTER_SERIES = {
+    "kafka_consumergroup_lag": {"consumergroup", "topic", "partition"},
+    "kafka_consumergroup_current_offset": {"consumergroup", "topic", "partition"},
+    "kafka_topic_partition_current_offset": {"topic", "partition"},
+    "kafka_consumergroup_members": {"consumergroup"},
+}
+# Every family of the broker's view: none carries a `service` label.
+KAFKA_EXPORTER_FAMILIES = {
+    "kafka_brokers", "kafka_topic_partitions", "kafka_topic_partition_current_offset",
+    "kafka_topic_partition_oldest_offset", "kafka_consumergroup_members", "kafka_consumergroup_current_offset",
+    "kafka_consumergroup_current_offset_sum", "kafka_consumergroup_lag", "kafka_consumergroup_lag_sum",
+}
+@pytest.fixture
+def promtool(installed: Callable[[str], str]) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Runs promtool in deploy/prometheus; the test fails (never skips) when promtool is missing."""
+    binary = installed("promtool")
+    return lambda *args: subprocess.run([binary, *args], cwd=ALERT_RULES.parent, capture_output=True, text=True,
+                                        timeout=300)
+
+
+@cache
+def alert_rules() -> list[dict[str, Any]]:
+    """Every alerting rule of alerts.yml."""
+    return [rule for group in load_yaml(ALERT_RULES)["groups"] for rule in group["rules"] if "alert" in rule]
+
+
+def test_promtool_accepts_the_prometheus_config_and_its_rules(promtool) -> None:
+    result = promtool("check", "config", PROMETHEUS_CONFIG.name)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{len(alert_rules())} rules found" in result.stdout
+
+
+def test_promtool_rule_tests_pass(promtool) -> None:
+    """deploy/prometheus/alerts_test.yml: the cases where each alert fires and where it does not."""
+    result = promtool("test", "rules", ALERT_TESTS.name)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_alert_has_a_case_where_it_fires_and_one_where_it_does_not() -> None:
+    tests = load_yaml(ALERT_TESTS)
+    assert [(ALERT_TESTS.parent / name).resolve() for name in tests["rule_files"]] == [ALERT_RULES]
+    fires: set[str] = set()
+    silent: set[str] = set()
+    for case in tests["tests"]:
+        for check in case["alert_rule_test"]:
+            (fires if check["exp_alerts"] else silent).add(check["alertname"])
+    names = {rule["alert"] for rule in alert_rules()}
+    assert len(names) == len(alert_rules()), "alert names are unique"
+    assert names - fires == set(), f"no case where these fire: {sorted(names - fires)}"
+    assert names - silent == set(), f"no case where these stay silent: {sorted(names - silent)}"
+    assert fires | silent <= names, f"cases for alerts that do not exist: {sorted((fires | silent) - names)}"
+
+
+def _anchor(heading: str) -> str:
+    """The anchor a Markdown renderer (GitHub's) gives a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def runbook_sections() -> dict[str, str]:
+    """Anchor -> text of each `## ` section of deploy/RUNBOOK.md."""
+    parts = re.split(r"^## (.+)$", RUNBOOK.read_text(), flags=re.MULTILINE)
+    return {_anchor(heading): body for heading, body in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+@pytest.mark.parametrize("rule", alert_rules(), ids=lambda rule: rule["alert"])
+def test_alert_has_severity_summary_and_its_runbook_section(rule: dict[str, Any]) -> None:
+    assert rule["labels"]["severity"] in SEVERITIES
+    annotations = rule["annotations"]
+    assert annotations["summary"] and annotations["description"]
+    path, _, anchor = annotations["runbook_url"].partition("#")
+    assert (ROOT / path).resolve() == RUNBOOK and anchor == _anchor(rule["alert"])
+    section = runbook_sections().get(anchor)
+    assert section is not None, f"deploy/RUNBOOK.md has no section `## {rule['alert']}`"
+    for part in ("**Severity**", "**Why this threshold.**", "**What it means.**", "**What to check.**",
+                 "**What to do.**"):
+        assert part in section, f"the runbook section of {rule['alert']} lacks {part}"
+    assert rule["labels"]["severity"] in section.split("**Fires when**")[0], "the runbook gives another severity"
+
+
+def test_the_runbook_has_no_section_for_an_alert_that_does_not_exist() -> None:
+    alerts = {_anchor(rule["alert"]) for rule in alert_rules()}
+    extra = {anchor for anchor in runbook_sections() if anchor.startswith("arbiter")} - alerts
+    assert not extra, f"runbook sections without an alert: {sorted(extra)}"
+
+
+@pytest.mark.parametrize("rule", alert_rules(), ids=lambda rule: rule["alert"])
+def test_alert_names_only_series_that_exist(rule: dict[str, Any]) -> None:
+    """Every metric and label an alert's PromQL names is exported, or is Prometheus's or the broker's view."""
+    known: dict[str, set[str]] = {**exported().labels, **KAFKA_EXPORTER_SERIES}
+    read = read_promql(rule["expr"])
+    assert read.metrics, rule["expr"]
+    assert read.functions <= PROMQL_FUNCTIONS, read.functions - PROMQL_FUNCTIONS
+    unknown = read.metrics - set(known) - SCRAPE_SERIES
+    assert not unknown, f"{rule['alert']} names {sorted(unknown)}, which nothing exports"
+    allowed = TARGET_LABELS.union(*(known.get(metric, set()) for metric in read.metrics))
+    assert read.labels <= allowed, (
+        f"{rule['alert']}: labels {sorted(read.labels - allowed)} are not labels of its series"
+    )
+
+
+def test_the_kubernetes_prometheus_rule_is_alerts_yml() -> None:
+    """deploy/k8s/prometheus-rule.yaml is written from alerts.yml (deploy/prometheus/prometheus_rule.py)."""
+    spec = importlib.util.spec_from_file_location("arbiter_deploy_prometheus_rule", DEPLOY / "prometheus" /
+                                                  "prometheus_rule.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rules = load_yaml(ALERT_RULES)
+    assert (K8S / "prometheus-rule.yaml").read_text() == module.render(rules), (
+        "stale: run `.venv/bin/python deploy/prometheus/prometheus_rule.py`")
+    (rule,) = k8s_objects("PrometheusRule").values()
+    assert rule["spec"]["groups"] == rules["groups"]
 
 
 # ---------------------------------------------------------------------------
@@ -610,22 +877,86 @@ def test_dashboard_queries_use_exported_metrics(path: Path) -> None:
 
 @pytest.mark.parametrize("service", SERVICES)
 def test_service_dashboard_shows_only_its_service(service: str) -> None:
+    """Its own series (service="..."), and of the broker's view only its own consumer groups."""
     dashboard = json.loads((DASHBOARDS / f"{service}.json").read_text())
+    own_groups = generator().group_matcher((service,)).split("=~", 1)
     for where, expr in dashboard_queries(dashboard):
         for metric, matchers in read_promql(expr).selectors:
             if metric in PROMETHEUS_SERIES:
                 continue
-            assert matchers.get("service") == ("=", service), f"{where}: {metric} is not filtered on service={service!r}"
+            if metric in KAFKA_EXPORTER_FAMILIES:
+                assert matchers.get("consumergroup") == ("=~", json.loads(own_groups[1])), (
+                    f"{where}: {metric} is not filtered on {service}'s consumer groups")
+                continue
+            assert matchers.get("service") == ("=", service), (
+                f"{where}: {metric} is not filtered on service={service!r}"
+            )
+
+
+def test_the_dashboards_know_each_services_consumer_groups() -> None:
+    """generate.py's CONSUMER_GROUPS are the groups the services consume in, and its matcher finds only them."""
+    assert {service: set(groups) for service, groups in generator().CONSUMER_GROUPS.items()} == {
+        service: set(groups) for service, groups in SERVICE_GROUPS.items()}
+    for service, groups in SERVICE_GROUPS.items():
+        pattern = json.loads(generator().group_matcher((service,)).split("=~", 1)[1])
+        others = {group for other, named in SERVICE_GROUPS.items() if other != service for group in named}
+        for group in groups:
+            assert re.fullmatch(pattern, group) and re.fullmatch(pattern, f"chaos-1.{group}"), group
+        assert not any(re.fullmatch(pattern, group) for group in others | {"playsite", "x-playsite"}), service
+
+
+def test_the_lag_exporter_serves_the_series_the_alerts_read_with_their_labels() -> None:
+    """The embedded stack's exporter and kafka-exporter are interchangeable for the alerts and the dashboards."""
+    known = exported().labels
+    for name, labels in KAFKA_EXPORTER_SERIES.items():
+        assert name in exported().families["lag-exporter"], f"the lag exporter does not serve {name}"
+        assert known[name] == labels, f"{name}: {sorted(known[name])}, kafka-exporter's are {sorted(labels)}"
+
+
+# Kit series only some services have: streams (Watch RPCs) and stored timers (kit.timers).
+STREAM_FAMILIES = {"arbiter_grpc_stream_seconds", "arbiter_grpc_streams_open"}
+TIMER_FAMILIES = {"arbiter_timers_fired"}
+
+
+def used_families(dashboard: dict) -> set[str]:
+    used = set().union(*(read_promql(expr).metrics for _, expr in dashboard_queries(dashboard)))
+    return {re.sub(r"_(total|created|bucket|sum|count)$", "", name) for name in used}
 
 
 @pytest.mark.parametrize("path", dashboard_files(), ids=lambda path: path.name)
 def test_dashboard_shows_every_standard_kit_metric(path: Path) -> None:
-    """The kit's arbiter_* series (the ones every service exports) all have a panel."""
-    dashboard = json.loads(path.read_text())
-    used = set().union(*(read_promql(expr).metrics for _, expr in dashboard_queries(dashboard)))
-    used_families = {re.sub(r"_(total|created|bucket|sum|count)$", "", name) for name in used}
-    standard = {name for name in exported().families["kit"] if name.startswith("arbiter_")}
-    assert standard <= used_families, f"no panel for {sorted(standard - used_families)}"
+    """The kit's arbiter_* series all have a panel; those of streams and timers only where the service has them."""
+    service = path.stem
+    only_some = set()
+    if service != "overview" and service not in generator().STREAMING_SERVICES:
+        only_some |= STREAM_FAMILIES
+    if service != "overview" and service not in generator().TIMER_SERVICES:
+        only_some |= TIMER_FAMILIES
+    used = used_families(json.loads(path.read_text()))
+    standard = {name for name in exported().families["kit"] if name.startswith("arbiter_")} - only_some
+    assert standard <= used, f"no panel for {sorted(standard - used)}"
+    assert not only_some & used, f"panels that can never have data on {service}: {sorted(only_some & used)}"
+
+
+def _composition_root(service: str) -> str:
+    return (ROOT / "services" / service / "main.py").read_text()
+
+
+def test_the_dashboards_know_which_services_stream_and_which_run_timers() -> None:
+    """generate.py's STREAMING_SERVICES and TIMER_SERVICES are what the services serve and run."""
+    streaming, timers = set(), set()
+    for service in SERVICES:
+        module = importlib.import_module(f"services.{service}.main")  # registers its gRPC descriptors
+        source = _composition_root(service)
+        for full_name in re.findall(r'GrpcService\(\s*"([\w.]+)"', source):
+            methods = descriptor_pool.Default().FindServiceByName(full_name).methods
+            if any(method.server_streaming for method in methods):
+                streaming.add(service)
+        if "TimerPoller(" in source:
+            timers.add(service)
+        assert service == module.SERVICE
+    assert streaming == set(generator().STREAMING_SERVICES)
+    assert timers == set(generator().TIMER_SERVICES)
 
 
 _RATE_OF = re.compile(r"\b(rate|irate|increase)\s*\(\s*([A-Za-z_:][A-Za-z0-9_:]*)")
@@ -743,8 +1074,10 @@ def test_k8s_config_map_values_are_strings() -> None:
 def test_k8s_deployment(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
     deployment = k8s_objects("Deployment")[service]
     spec = deployment["spec"]
-    assert spec["replicas"] == 2
+    assert "replicas" not in spec, "the HorizontalPodAutoscaler owns the replica count"
     pod_labels = spec["template"]["metadata"]["labels"]
+    pod = spec["template"]["spec"]
+    assert pod["serviceAccountName"] == service and pod["automountServiceAccountToken"] is False
     assert spec["selector"]["matchLabels"].items() <= pod_labels.items()
     (container,) = spec["template"]["spec"]["containers"]
     assert container["image"].split(":")[0] == "arbiter"
@@ -754,6 +1087,10 @@ def test_k8s_deployment(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert container_ports == {"grpc": grpc_port, "metrics": metrics_port}
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert container[probe]["grpc"]["port"] == container_ports["grpc"], f"{probe} asks gRPC health"
+    # Readiness follows the dependencies; liveness and startup only ask whether the process answers.
+    assert container["readinessProbe"]["grpc"].get("service") == READINESS
+    for probe in ("startupProbe", "livenessProbe"):
+        assert container[probe]["grpc"].get("service", "") == LIVENESS, f"{probe} asks liveness"
     for kind in ("requests", "limits"):
         assert {"cpu", "memory"} <= set(container["resources"][kind]), f"resources.{kind}"
     annotations = spec["template"]["metadata"].get("annotations", {})
@@ -767,8 +1104,14 @@ def test_k8s_deployment(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for variable in container["env"]:
         if "value" in variable:
             env[variable["name"]] = variable["value"]
+        elif "fieldRef" in variable["valueFrom"]:
+            # Each replica's name, told apart in pg_stat_activity and the arena's leases.
+            assert (variable["name"], variable["valueFrom"]["fieldRef"]) == (
+                "REPLICA_ID", {"fieldPath": "metadata.name"})
+            env["REPLICA_ID"] = f"{service}-7d9f8-abcde"
         else:
             secret_refs[variable["name"]] = variable["valueFrom"]["secretKeyRef"]
+    assert "REPLICA_ID" in env, "every pod names itself"
     assert set(secret_refs) == SECRET_ENV, f"{sorted(SECRET_ENV)} (only) come from a Secret"
     assert not SECRET_ENV & set(env), "a credential is also set outside the Secret"
     secrets = {doc["metadata"]["name"]: doc for doc in load_yaml_documents(K8S / "secret.example.yaml")}
@@ -778,10 +1121,13 @@ def test_k8s_deployment(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
         env[name] = secrets[reference["name"]]["stringData"][reference["key"]]
     settings = validate_env(service, env, monkeypatch)
     assert_authentication_on(f"k8s {service}", settings)
+    assert_kafka_user(f"k8s {service}", service, settings)
     assert (settings.grpc_port, settings.metrics_port) == (grpc_port, metrics_port)
     assert settings.grpc_host == settings.metrics_host == "0.0.0.0"
     for other in SERVICES:
-        assert env[f"{other.upper()}_GRPC_ADDR"] == f"{other}:{ports(other)[0]}"
+        # Every ready pod of the callee, balanced by the caller's channel (arbiter.kit.grpcclient).
+        assert env[f"{other.upper()}_GRPC_ADDR"] == f"dns:///{other}:{ports(other)[0]}"
+        assert k8s_objects("Service")[other]["spec"].get("clusterIP") == "None", f"{other}: not headless"
 
 
 @pytest.mark.parametrize("service", SERVICES)
@@ -797,6 +1143,226 @@ def test_k8s_service_exposes_grpc_and_metrics(service: str) -> None:
         target = port.get("targetPort", port["port"])
         assert named.get(target, target) == named[name]
         assert port["port"] == named[name]
+
+
+def test_k8s_each_workload_has_its_own_service_account_without_a_token() -> None:
+    accounts = k8s_objects("ServiceAccount")
+    for name, deployment in k8s_objects("Deployment").items():
+        pod = deployment["spec"]["template"]["spec"]
+        account = accounts[pod["serviceAccountName"]]
+        assert pod["serviceAccountName"] == name, f"{name} runs as another workload's account"
+        assert account["automountServiceAccountToken"] is False and pod["automountServiceAccountToken"] is False
+    assert set(accounts) == set(k8s_objects("Deployment"))
+
+
+def test_k8s_namespace_enforces_the_restricted_pod_security_standard() -> None:
+    (namespace,) = k8s_objects("Namespace").values()
+    labels = namespace["metadata"]["labels"]
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted", mode
+    assert namespace["metadata"]["name"] == load_yaml(K8S / "kustomization.yaml")["namespace"]
+
+
+def restricted_violations(pod: dict[str, Any]) -> list[str]:
+    """What in a pod spec the `restricted` Pod Security Standard refuses (its checks as of Kubernetes 1.30)."""
+    problems = []
+    context = pod.get("securityContext", {})
+    for flag in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(flag):
+            problems.append(f"{flag}")
+    for volume in pod.get("volumes", []):
+        kinds = set(volume) - {"name"}
+        if not kinds <= {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+                         "projected", "secret"}:
+            problems.append(f"volume {volume['name']}: {sorted(kinds)}")
+    for container in (*pod.get("initContainers", []), *pod["containers"]):
+        own = container.get("securityContext", {})
+        where = container["name"]
+        if own.get("privileged"):
+            problems.append(f"{where}: privileged")
+        if own.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"{where}: allowPrivilegeEscalation must be false")
+        if own.get("runAsNonRoot", context.get("runAsNonRoot")) is not True:
+            problems.append(f"{where}: runAsNonRoot")
+        if own.get("runAsUser", context.get("runAsUser")) == 0:
+            problems.append(f"{where}: runAsUser 0")
+        seccomp = own.get("seccompProfile", context.get("seccompProfile", {})).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            problems.append(f"{where}: seccompProfile {seccomp}")
+        capabilities = own.get("capabilities", {})
+        if "ALL" not in capabilities.get("drop", []):
+            problems.append(f"{where}: capabilities must drop ALL")
+        if set(capabilities.get("add", [])) - {"NET_BIND_SERVICE"}:
+            problems.append(f"{where}: adds {capabilities['add']}")
+        if any("hostPort" in port for port in container.get("ports", [])):
+            problems.append(f"{where}: hostPort")
+    return problems
+
+
+def test_the_restricted_check_finds_what_the_profile_refuses() -> None:
+    container = {"name": "c", "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}
+    good = {"securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [container]}
+    assert restricted_violations(good) == []
+    assert restricted_violations({**good, "securityContext": {"runAsNonRoot": True}}) == [
+        "c: seccompProfile None"]
+    assert restricted_violations({**good, "containers": [{"name": "c"}]}) == [
+        "c: allowPrivilegeEscalation must be false", "c: capabilities must drop ALL"]
+    assert restricted_violations({**good, "volumes": [{"name": "v", "hostPath": {"path": "/"}}]}) == [
+        "volume v: ['hostPath']"]
+
+
+@pytest.mark.parametrize("name", sorted(k8s_objects("Deployment")))
+def test_k8s_pods_meet_the_restricted_profile_with_a_read_only_root(name: str) -> None:
+    pod = k8s_objects("Deployment")[name]["spec"]["template"]["spec"]
+    assert restricted_violations(pod) == []
+    volumes = {volume["name"]: volume for volume in pod.get("volumes", [])}
+    for container in pod["containers"]:
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True, container["name"]
+        if container.get("command", [])[:1] == ["python"]:
+            # Python and its libraries write temporary files: /tmp is an emptyDir.
+            (tmp,) = [mount for mount in container["volumeMounts"] if mount["mountPath"] == "/tmp"]
+            assert "emptyDir" in volumes[tmp["name"]]
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_k8s_service_scales_on_cpu_within_its_partitions_and_connections(service: str) -> None:
+    autoscaler = k8s_objects("HorizontalPodAutoscaler")[service]
+    spec = autoscaler["spec"]
+    assert autoscaler["apiVersion"] == "autoscaling/v2"
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": service}
+    config = next(iter(k8s_objects("ConfigMap").values()))["data"]
+    assert 2 <= spec["minReplicas"] < spec["maxReplicas"] <= int(config["KAFKA_PARTITIONS"]), (
+        "replicas beyond the partitions of a topic would idle as consumers")
+    (metric,) = spec["metrics"]
+    assert metric["type"] == "Resource" and metric["resource"]["name"] == "cpu"
+    (container,) = k8s_objects("Deployment")[service]["spec"]["template"]["spec"]["containers"]
+    target = metric["resource"]["target"]
+    assert target["type"] == "AverageValue"
+    assert _millicores(target["averageValue"]) < _millicores(container["resources"]["limits"]["cpu"]), (
+        "the target must be reachable below the CPU limit")
+    for direction in ("scaleUp", "scaleDown"):
+        assert spec["behavior"][direction]["policies"] == [
+            {"type": "Pods", "value": 1, "periodSeconds": spec["behavior"][direction]["policies"][0]["periodSeconds"]}]
+    readme = (K8S / "README.md").read_text()
+    assert f"| {service} | {spec['minReplicas']} to {spec['maxReplicas']} |" in readme, "README's Autoscaling table"
+    budget = k8s_objects("PodDisruptionBudget")[service]["spec"]
+    assert budget["minAvailable"] < spec["minReplicas"], "a voluntary disruption must be able to proceed"
+
+
+def _millicores(value: str) -> int:
+    return int(value[:-1]) if str(value).endswith("m") else int(float(value) * 1000)
+
+
+def test_k8s_connections_at_the_autoscalers_maximum_fit_postgresql() -> None:
+    """Every replica's pool at the maximum fits PostgreSQL's default max_connections (100) less its 3 reserved."""
+    config = next(iter(k8s_objects("ConfigMap").values()))["data"]
+    replicas = sum(autoscaler["spec"]["maxReplicas"] for autoscaler in k8s_objects("HorizontalPodAutoscaler").values())
+    assert replicas * int(config["DB_POOL_MAX"]) <= 100 - 3
+    assert f"{replicas} x {config['DB_POOL_MAX']} = {replicas * int(config['DB_POOL_MAX'])}" in (
+        K8S / "README.md").read_text()
+
+
+def _policy_peers(rule: dict[str, Any], key: str) -> set[str]:
+    """The peers of one ingress/egress rule: `pod:NAME`, `namespace:NAME`, `monitoring:prometheus`, or `any`."""
+    peers = set()
+    for peer in rule.get(key, []) or [{}]:
+        namespace = peer.get("namespaceSelector", {}).get("matchLabels", {}).get("kubernetes.io/metadata.name")
+        pod = peer.get("podSelector", {}).get("matchLabels", {})
+        if namespace and pod:
+            peers.add(f"{namespace}:{pod.get('app.kubernetes.io/name') or pod.get('k8s-app')}")
+        elif namespace:
+            peers.add(f"namespace:{namespace}")
+        elif pod:
+            peers.add(f"pod:{pod['app.kubernetes.io/name']}")
+        else:
+            peers.add("any")
+    return peers
+
+
+def _policy_rules(policy: dict[str, Any], direction: str) -> dict[int, set[str]]:
+    """Port -> peers allowed, for `direction` (ingress: from, egress: to)."""
+    key = "from" if direction == "ingress" else "to"
+    allowed: dict[int, set[str]] = {}
+    for rule in policy["spec"].get(direction, []):
+        for port in rule["ports"]:
+            allowed.setdefault(port["port"], set()).update(_policy_peers(rule, key))
+    return allowed
+
+
+def test_k8s_network_policy_denies_everything_by_default() -> None:
+    policy = k8s_objects("NetworkPolicy")["default-deny"]["spec"]
+    assert policy == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_k8s_network_policy_lets_in_only_callers_and_prometheus_and_out_only_what_it_needs(service: str) -> None:
+    policy = k8s_objects("NetworkPolicy")[service]
+    assert policy["spec"]["podSelector"]["matchLabels"] == k8s_objects("Service")[service]["spec"]["selector"]
+    assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+    grpc_port, metrics_port = ports(service)
+    callers = {caller for caller, callees in CALLS.items() if service in callees}
+    assert _policy_rules(policy, "ingress") == {
+        grpc_port: {"namespace:play-site", *(f"pod:{caller}" for caller in callers)},
+        metrics_port: {"monitoring:prometheus"},
+    }
+    dns = {"kube-system:kube-dns"}
+    assert _policy_rules(policy, "egress") == {
+        53: dns, 9092: {"any"}, 5432: {"any"}, 6379: {"any"},
+        **{ports(callee)[0]: {f"pod:{callee}"} for callee in CALLS.get(service, ())},
+    }
+    config = next(iter(k8s_objects("ConfigMap").values()))["data"]
+    assert config["KAFKA_BOOTSTRAP_SERVERS"].endswith(":9092") and config["REDIS_URL"].startswith("redis://redis:6379")
+
+
+def test_k8s_network_policy_of_kafka_exporter() -> None:
+    policy = k8s_objects("NetworkPolicy")["kafka-exporter"]
+    assert _policy_rules(policy, "ingress") == {9308: {"monitoring:prometheus"}}
+    assert _policy_rules(policy, "egress") == {53: {"kube-system:kube-dns"}, 9092: {"any"}}
+
+
+def test_k8s_service_monitor_scrapes_every_service_keeping_their_service_label() -> None:
+    (monitor,) = k8s_objects("ServiceMonitor").values()
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["honorLabels"] is True, "the `service` label of every series would become exported_service"
+    assert endpoint["port"] == "metrics" and endpoint.get("path", "/metrics") == "/metrics"
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    selected = {
+        name for name, svc in k8s_objects("Service").items() if selector.items() <= svc["metadata"]["labels"].items()
+    }
+    assert selected == {*SERVICES, "kafka-exporter"}
+    for name in selected:
+        assert "metrics" in {port["name"] for port in k8s_objects("Service")[name]["spec"]["ports"]}, name
+    # The job is the Service's name: the alert rules select the services' targets by it.
+    assert "jobLabel" not in monitor["spec"]
+    # One Prometheus picks up both the rules and the scrape.
+    rule = k8s_objects("PrometheusRule")["arbiter"]
+    assert monitor["metadata"]["labels"]["prometheus"] == rule["metadata"]["labels"]["prometheus"]
+
+
+def test_k8s_kafka_exporter_logs_in_as_its_own_user_on_the_services_broker() -> None:
+    deployment = k8s_objects("Deployment")["kafka-exporter"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == compose()["services"]["kafka-exporter"]["image"], "the same version as compose"
+    flags = dict(flag.removeprefix("--").partition("=")[::2] for flag in container["args"])
+    env = {variable["name"]: variable["valueFrom"] for variable in container["env"]}
+    assert flags["kafka.server"] == "$(KAFKA_BOOTSTRAP_SERVERS)"
+    assert env["KAFKA_BOOTSTRAP_SERVERS"]["configMapKeyRef"] == {
+        "name": "arbiter-config",
+        "key": "KAFKA_BOOTSTRAP_SERVERS",
+    }
+    config = next(iter(k8s_objects("ConfigMap").values()))["data"]
+    assert "," not in config["KAFKA_BOOTSTRAP_SERVERS"], "kafka-exporter takes one address per flag"
+    assert config["KAFKA_SECURITY_PROTOCOL"] == "SASL_PLAINTEXT" and "sasl.enabled" in flags
+    assert flags["sasl.mechanism"] == config["KAFKA_SASL_MECHANISM"].lower().replace("scram-sha-", "scram-sha")
+    assert flags["sasl.username"] == "kafka-exporter"
+    assert flags["sasl.password"] == "$(KAFKA_EXPORTER_SASL_PASSWORD)"
+    secret = env["KAFKA_EXPORTER_SASL_PASSWORD"]["secretKeyRef"]
+    secrets = {doc["metadata"]["name"]: doc for doc in load_yaml_documents(K8S / "secret.example.yaml")}
+    assert secret["key"] in secrets[secret["name"]]["stringData"] and not secret.get("optional", False)
+    assert deployment["spec"]["replicas"] == 1, "a second replica would serve every series twice"
+    (port,) = container["ports"]
+    assert port["containerPort"] == 9308 and container["livenessProbe"]["httpGet"]["path"] == "/healthz"
 
 
 def test_k8s_readme_has_the_scaling_notes() -> None:
@@ -821,3 +1387,39 @@ def test_k8s_readme_names_the_advisory_locks_the_kit_takes() -> None:
         assert any(re.search(rf"\b{function}\(", source) and f"{key}:" in source for source in sources), (
             f"deploy/k8s/README.md says {function} guards {key}, but no module of arbiter.kit takes it so"
         )
+
+
+def test_the_broker_setup_grants_each_user_exactly_the_topics_it_produces() -> None:
+    """deploy/kafka/setup.sh: Write ACLs equal kit.events.PRODUCERS; users are the services and the play site."""
+    from arbiter.kit.events import ALL_TOPICS, PLAY_SITE_USER, PRODUCERS
+
+    script = (DEPLOY / "kafka" / "setup.sh").read_text()
+    granted: dict[str, set[str]] = {}
+    for line in script.replace("\\\n", " ").splitlines():
+        words = line.split()
+        if words[:1] == ["produces"] and len(words) > 2:
+            for topic in words[2:]:
+                granted.setdefault(topic, set()).add(words[1])
+    assert granted == {topic: set(users) for topic, users in PRODUCERS.items()}
+    assert set(PRODUCERS) == {topic.name for topic in ALL_TOPICS}
+    assert f"for name in pairing clock arena rating openings {PLAY_SITE_USER}; do" in script
+    kafka = compose_env("kafka")
+    for user in (*SERVICES, PLAY_SITE_USER):
+        assert kafka[f"KAFKA_PASSWORD_{user.upper().replace('-', '_')}"], f"no password for Kafka user {user}"
+    assert kafka["KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND"] == "false"
+    assert "SASL_PLAINTEXT" in kafka["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"]
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_each_service_produces_only_topics_the_broker_lets_it(service: str) -> None:
+    """What a service publishes (read from its source, as the AsyncAPI docs are) is within its Write ACLs."""
+    import importlib.util
+
+    from arbiter.kit.events import PRODUCERS
+
+    spec = importlib.util.spec_from_file_location("docs_generate", ROOT / "docs" / "generate.py")
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    published = {topic.name for topic in generate.published_topics(service)}
+    allowed = {topic for topic, users in PRODUCERS.items() if service in users}
+    assert published == allowed

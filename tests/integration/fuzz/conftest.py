@@ -11,22 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
 
-from arbiter.devstack.infra import create_database, drop_database
-from arbiter.devstack.stack import SERVICE_NAMES, SystemStack
-
-_HERE = Path(__file__).resolve().parent
-if str(_HERE) not in sys.path:
-    sys.path.insert(0, str(_HERE))
-
-from fuzz_support import Database, FuzzSummary  # noqa: E402
+from arbiter_tools.devstack.infra import create_database, drop_database
+from arbiter_tools.devstack.stack import SERVICE_NAMES, SystemStack
+from tests.integration.fuzz.fuzz_support import Database, FuzzSummary
 
 # Redis logical database the fuzzed stack uses (the session's other tests use the URL's own).
 FUZZ_REDIS_DB = 7

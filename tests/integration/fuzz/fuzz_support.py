@@ -22,7 +22,7 @@ from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 
 import arbiter.contracts
-from proto_strategies import IdPool, message_class, pool_key
+from tests.integration.fuzz.proto_strategies import IdPool, message_class, pool_key
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -436,7 +436,7 @@ class FuzzSummary:
 
     def render(self) -> str:
         data = self.as_dict()
-        lines = ["gRPC fuzz summary (issue 10)", f"{'method':<48} {'calls':>6}  codes"]
+        lines = ["gRPC fuzz summary", f"{'method':<48} {'calls':>6}  codes"]
         for name, row in data["per_method"].items():
             codes = ", ".join(f"{k}={v}" for k, v in sorted(row["codes"].items(), key=lambda kv: -kv[1]))
             lines.append(f"{name:<48} {row['calls']:>6}  {codes}")

@@ -1,4 +1,4 @@
-"""Hypothesis strategies that build any protobuf message from its descriptor (issue 10, gRPC fuzzing).
+"""Hypothesis strategies that build any protobuf message from its descriptor (for gRPC fuzzing).
 
 Three strategies, all driven by `message.DESCRIPTOR` only, so a new field or RPC is covered
 without touching this module:
@@ -814,16 +814,22 @@ def field_edge_messages(
     descriptor = base.DESCRIPTOR
     for path, fd in _field_paths(descriptor, max_depth):
         for label, value in _field_edges(fd):
-            msg = type(base)()
-            msg.CopyFrom(base)
-            target = msg
-            for name in path[:-1]:
-                target = getattr(target, name)
-            target.ClearField(fd.name)
-            _assign(target, fd, [value, value] if fd.is_repeated else value)
-            _freshen(msg, path)
-            out.append((f"{'.'.join(path)}={label}", msg))
+            out.append((f"{'.'.join(path)}={label}", _with_field(base, path, fd, [value, value] if fd.is_repeated
+                                                                 else value)))
     return out
+
+
+def _with_field(base: Message, path: tuple[str, ...], fd: FieldDescriptor, value: Any) -> Message:
+    """A copy of `base` with the field at `path` set to `value` alone, by a new acting player (`_freshen`)."""
+    msg = type(base)()
+    msg.CopyFrom(base)
+    target = msg
+    for name in path[:-1]:
+        target = getattr(target, name)
+    target.ClearField(fd.name)
+    _assign(target, fd, value)
+    _freshen(msg, path)
+    return msg
 
 
 def _freshen(msg: Message, edited: tuple[str, ...]) -> None:
@@ -836,3 +842,47 @@ def _freshen(msg: Message, edited: tuple[str, ...]) -> None:
     if (actor is not None and actor.type == FieldDescriptor.TYPE_MESSAGE and msg.HasField("actor")
             and "player_id" in actor.message_type.fields_by_name and edited != ("actor", "player_id")):
         msg.actor.player_id = "p_edge_" + secrets.token_hex(5)
+
+
+# ---------------------------------------------------------------------------
+# Input hygiene: the probe's cases, one field at a time in a plausible request
+# ---------------------------------------------------------------------------
+
+HUGE_ID = "x" * 60_000
+# What a display name must never be: a screen-clearing ANSI escape, a second line, a bidi override,
+# nothing visible.
+BAD_NAMES: tuple[tuple[str, str], ...] = (
+    ("ansi", "\x1b[2J\x1b[31mFREE PRIZES\x1b[0m"), ("newline", "Friday\nblitz"), ("bidi", "Blitz \u202eniw"),
+    ("isolate", "Blitz \u2067night\u2069"), ("zero-width", "\u200b\u200b\u200b"),
+)
+_ID_FIELD = re.compile(r"(^id$|_ids?$|_token$|^password$)")
+
+
+@dataclass(frozen=True)
+class HygieneCase:
+    """A plausible request with one field the services must refuse with INVALID_ARGUMENT, in a short message."""
+
+    label: str
+    request: Message
+    # A word the refusal must hold (the field's name).
+    word: str
+
+
+def hygiene_messages(cls: type[Message] | Descriptor, pool: IdPool) -> list[HygieneCase]:
+    """Every id, token and secret at 60,000 characters; every player id as " "; every display name misleading."""
+    base = fresh_plausible_request(cls, pool)
+    cases: list[HygieneCase] = []
+    for path, fd in _field_paths(base.DESCRIPTOR, 4):
+        if fd.type != FieldDescriptor.TYPE_STRING:
+            continue
+        values: list[tuple[str, str]] = []
+        if _ID_FIELD.search(fd.name):
+            values.append(("60k", HUGE_ID))
+        if pool_key(fd.name) == "player_id" or fd.name == "around_player_id":
+            values.append(("blank", " "))
+        if fd.name == "name":
+            values += list(BAD_NAMES)
+        for label, value in values:
+            request = _with_field(base, path, fd, [value] if fd.is_repeated else value)
+            cases.append(HygieneCase(f"{'.'.join(path)}={label}", request, path[-1]))
+    return cases

@@ -1,4 +1,4 @@
-"""gRPC fuzzing of every method (issue 10): never an INTERNAL error, never a changed state on a refused call.
+"""gRPC fuzzing of every method: never an INTERNAL error, never a changed state on a refused call.
 
 Every service of the generated contracts is found from the *_pb2 descriptors and every
 one of its methods is called with hypothesis-built requests (proto_strategies): nothing is
@@ -28,6 +28,7 @@ past that failure while it is being fixed. Figures: printed with -s, and written
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -41,14 +42,34 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException
 
-from arbiter.devstack.stack import SystemStack
-from fuzz_support import (
-    CLIENT_ERRORS, STREAM_OK, UNARY_OK, Database, FuzzSummary, LogReader, RedisState, call, contract_services,
-    error_signature, log_excerpt, methods_in_fuzz_order, redis_differences, serving_process, short,
+from arbiter_tools.devstack.stack import SystemStack
+from tests.integration.fuzz.fuzz_support import (
+    CLIENT_ERRORS,
+    STREAM_OK,
+    UNARY_OK,
+    Database,
+    FuzzSummary,
+    LogReader,
+    RedisState,
+    call,
+    contract_services,
+    error_signature,
+    log_excerpt,
+    methods_in_fuzz_order,
+    redis_differences,
+    serving_process,
+    short,
     snapshot_differences,
 )
-from proto_strategies import (
-    IdPool, almost_valid, any_message, edge_messages, field_edge_messages, fresh_plausible_request, message_class,
+from tests.integration.fuzz.proto_strategies import (
+    IdPool,
+    almost_valid,
+    any_message,
+    edge_messages,
+    field_edge_messages,
+    fresh_plausible_request,
+    hygiene_messages,
+    message_class,
     refusable,
 )
 
@@ -194,10 +215,9 @@ def _state_batch(
                                          "changes": described})
             raise AssertionError(f"{method.name} refused ({outcome.code.name}) but changed: {described}")
 
-    try:
+    # A failure is recorded in check["differences"] (the last one is hypothesis' smallest request).
+    with contextlib.suppress(AssertionError, HypothesisException):
         run()
-    except (AssertionError, HypothesisException):
-        pass  # recorded in check["differences"] (the last one is hypothesis' smallest request)
 
     check["accepted"].extend(f"{method.name}: {r}" for r in accepted_here)
     if bad:  # not this test's assertion (the fuzz test below fails on it), but worth the report
@@ -217,6 +237,44 @@ def _state_batch(
     if changes:
         check["differences"].append({"method": method.name, "code": "all refused", "details": "",
                                      "request": "(whole batch)", "changes": changes})
+
+
+# ---------------------------------------------------------------------------
+# Input hygiene: the probe's cases refused clearly by every RPC
+# ---------------------------------------------------------------------------
+
+# A refusal's message is for people: a short sentence naming the field, never the value whole.
+SHORT_DETAILS = 300
+
+
+@pytest.mark.parametrize("service", SERVICES, ids=_id)
+def test_huge_ids_blank_players_and_misleading_names_are_invalid_arguments(
+    service: ServiceDescriptor, fuzz_stack: SystemStack, fuzz_summary: FuzzSummary,
+) -> None:
+    """60,000-character ids, tokens and secrets in every RPC that takes one, `" "` as every player id, names
+    with ANSI escapes, newlines, bidi controls or nothing visible: INVALID_ARGUMENT with a short message.
+
+    The probe found 60,000-character ids accepted by four RPCs and echoed whole (the caller got
+    RESOURCE_EXHAUSTED, the log a 60 KB line), `" "` a valid player id for pairing and arena but
+    not for rating, and such names stored as given.
+    """
+    process = _process_of(service)
+    pool = IdPool()
+    wrong: list[str] = []
+    checked = 0
+    with grpc.insecure_channel(fuzz_stack.services[process].grpc_address) as channel:
+        for method in methods_in_fuzz_order(service):
+            for case in hygiene_messages(message_class(method.input_type), pool):
+                outcome = call(channel, method, case.request, UNARY_TIMEOUT)
+                fuzz_summary.count(process, method.name, "hygiene", outcome.code)
+                checked += 1
+                if (outcome.code != grpc.StatusCode.INVALID_ARGUMENT or len(outcome.details) > SHORT_DETAILS
+                        or case.word not in outcome.details or "x" * 100 in outcome.details):
+                    wrong.append(f"{method.name} [{case.label}] -> {outcome.code.name}: {outcome.details[:200]!r}"
+                                 f" ({len(outcome.details)} characters)")
+    print(f"\n{process}: {checked} hygiene cases, {len(wrong)} answered otherwise")
+    assert checked, f"{service.full_name}: no RPC takes an id, a player or a name?"
+    assert not wrong, "\n".join(wrong)
 
 
 # ---------------------------------------------------------------------------

@@ -12,9 +12,15 @@ from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzz_support import contract_services
-from proto_strategies import (
-    IdPool, almost_valid, any_message, edge_messages, field_edge_messages, message_class, refusable,
+from tests.integration.fuzz.fuzz_support import contract_services
+from tests.integration.fuzz.proto_strategies import (
+    IdPool,
+    almost_valid,
+    any_message,
+    edge_messages,
+    field_edge_messages,
+    message_class,
+    refusable,
 )
 
 REQUESTS: list[Descriptor] = sorted(
@@ -32,12 +38,11 @@ def _serializes(message: Message) -> None:
 
 def _has_nan(message: Message) -> bool:
     for fd, value in message.ListFields():
-        if fd.type == FieldDescriptor.TYPE_MESSAGE:
-            if any(_has_nan(v) for v in (value if fd.is_repeated else [value])):
-                return True
-        elif fd.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
-            if any(math.isnan(v) for v in (value if fd.is_repeated else [value])):
-                return True
+        values = value if fd.is_repeated else [value]
+        if fd.type == FieldDescriptor.TYPE_MESSAGE and any(_has_nan(v) for v in values):
+            return True
+        if fd.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT) and any(math.isnan(v) for v in values):
+            return True
     return False
 
 

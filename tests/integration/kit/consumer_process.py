@@ -21,6 +21,7 @@ from arbiter.kit.db import create_pool, migrate
 from arbiter.kit.idempotency import first_delivery
 from arbiter.kit.kafka import make_broker, subscribe
 from arbiter.kit.metrics import Metrics
+from arbiter.kit.poison import StoredSetAside
 from arbiter.kit.settings import KitSettings, load_settings
 
 SCHEMA_SQL = """
@@ -38,7 +39,7 @@ async def main() -> None:
     pool = await create_pool(settings.database_url, schema)
     await migrate(pool, schema, [])
     await pool.execute(SCHEMA_SQL)
-    broker = make_broker(settings, "kit_consumer", metrics)
+    broker = make_broker(settings, "kit_consumer")
 
     async def on_finished(event: events.ev.GameFinished) -> str:
         if event.game_id != game_id:
@@ -53,7 +54,8 @@ async def main() -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         return "handled"
 
-    subscribe(broker, settings, metrics, events.GAME_FINISHED, os.environ["GROUP_ID"], on_finished)
+    subscribe(broker, settings, metrics, events.GAME_FINISHED, os.environ["GROUP_ID"], on_finished,
+              set_aside=StoredSetAside(pool, metrics))
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGINT, stop.set)
     await broker.start()

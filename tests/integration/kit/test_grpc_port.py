@@ -6,9 +6,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from arbiter.devstack.processes import free_port
 from arbiter.kit.grpcserver import start_grpc_server
 from arbiter.kit.metrics import Metrics
+from arbiter_tools.devstack.processes import free_port
 
 
 async def test_a_second_server_cannot_bind_a_served_port() -> None:

@@ -15,15 +15,17 @@ import pytest
 
 from arbiter.contracts import common_pb2
 from arbiter.contracts import events_pb2 as ev
-from arbiter.devstack.processes import ManagedProcess
 from arbiter.kit import events
 from arbiter.kit.db import create_pool, migrate
 from arbiter.kit.idempotency import first_delivery
 from arbiter.kit.kafka import make_broker, make_outbox_producer, outbox_publisher, subscribe
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox, OutboxRelay
+from arbiter.kit.poison import StoredSetAside
 from arbiter.kit.settings import KitSettings
 from arbiter.kit.timesource import TimeSource
+from arbiter_tools.devstack.processes import ManagedProcess
+from tests.support.polling import eventually
 
 HERE = Path(__file__).resolve().parent
 
@@ -45,15 +47,6 @@ async def producer_pool(settings: KitSettings, schema: str) -> asyncpg.Pool:
 
 def finished(game_id: str) -> ev.GameFinished:
     return ev.GameFinished(game_id=game_id, white_id="w", black_id="b", result=common_pb2.GAME_RESULT_WHITE_WINS)
-
-
-async def eventually(predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if await predicate():
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError("condition not reached in time")
 
 
 async def test_outbox_event_is_published_once_saved_and_a_duplicate_changes_nothing(infra_env) -> None:
@@ -78,7 +71,7 @@ async def test_outbox_event_is_published_once_saved_and_a_duplicate_changes_noth
     assert [row["key"] for row in pending] == [game_id]
 
     metrics = Metrics("kit_consumer")
-    consumer_broker = make_broker(settings, "kit_consumer", metrics)
+    consumer_broker = make_broker(settings, "kit_consumer")
 
     async def on_finished(event: ev.GameFinished) -> str:
         # game.finished is shared with every other test of the session; some publish bare events.
@@ -90,8 +83,9 @@ async def test_outbox_event_is_published_once_saved_and_a_duplicate_changes_noth
             await connection.execute("INSERT INTO effects VALUES ($1)", event.game_id)
         return "handled"
 
-    subscribe(consumer_broker, settings, metrics, events.GAME_FINISHED, f"kit-{uuid.uuid4().hex[:8]}", on_finished)
-    producer_broker = make_broker(settings, "kit_producer", Metrics("kit_producer"))
+    subscribe(consumer_broker, settings, metrics, events.GAME_FINISHED, f"kit-{uuid.uuid4().hex[:8]}", on_finished,
+              set_aside=StoredSetAside(consumer_pool, metrics))
+    producer_broker = make_broker(settings, "kit_producer")
     await consumer_broker.start()
     await producer_broker.start()
     try:
@@ -142,7 +136,7 @@ async def test_sigkill_after_effect_before_offset_commit_redelivers_and_effect_h
     command = [sys.executable, str(HERE / "consumer_process.py")]
     first = ManagedProcess("consumer-1", command, tmp_path / "consumer-1.log", env=env).start()
     producer = await producer_pool(settings, "kit_producer")
-    broker = make_broker(settings, "kit_producer", Metrics("kit_producer"))
+    broker = make_broker(settings, "kit_producer")
     await broker.start()
     try:
         async with producer.acquire() as connection, connection.transaction():

@@ -5,22 +5,16 @@ from __future__ import annotations
 import uuid
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.partitioner import murmur2
 
 from arbiter.kit.kafka import outbox_publisher
 from arbiter.kit.outbox import OutboxRecord
+from arbiter_tools.devstack.infra import create_topic
 
 
 async def test_records_land_where_send_would_put_them_in_order_with_headers(infra_env) -> None:
     bootstrap = infra_env["KAFKA_BOOTSTRAP_SERVERS"]
-    topic = f"kit.publisher.{uuid.uuid4().hex[:8]}"
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1)])
-    finally:
-        await admin.close()
+    topic = await create_topic(bootstrap, f"kit.publisher.{uuid.uuid4().hex[:8]}", 4)
     # Big enough that some partitions need more than one producer batch.
     records = [OutboxRecord(i, topic, f"key-{i % 7}", bytes(20_000) + str(i).encode(), f"e-{i}", "Test")
                for i in range(120)]

@@ -21,11 +21,12 @@ from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError
 
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.db import create_pool, migrate
-from arbiter.kit.metrics import Metrics
 from arbiter.kit.events import Topic
 from arbiter.kit.kafka import ensure_topics, outbox_publisher
+from arbiter.kit.metrics import Metrics
 from arbiter.kit.outbox import Outbox, OutboxRecord, OutboxRelay, UnpublishableEvent
 from arbiter.kit.timesource import TimeSource
+from tests.support.polling import eventually
 
 
 class Recorder:
@@ -67,14 +68,6 @@ async def add_events(pool, outbox: Outbox, game_ids: Sequence[str]) -> None:
         await outbox.add(connection, *(ev.GameRequested(game_id=game_id) for game_id in game_ids))
 
 
-async def wait_for(predicate, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
-
-
 @asynccontextmanager
 async def running(relay: OutboxRelay) -> AsyncIterator[asyncio.Task[None]]:
     """The relay's run loop as a task, stopped and awaited on the way out."""
@@ -104,7 +97,7 @@ async def test_one_relay_publishes_in_table_order_and_another_takes_over_when_it
         first = [f"g-{i}" for i in range(30)]
         for start in range(0, len(first), 5):
             await add_events(pool, outbox, first[start:start + 5])
-        await wait_for(lambda: len(recorder.published) == len(first))
+        await eventually(lambda: len(recorder.published) == len(first))
         holders = {name for name, _ in recorder.published}
         assert len(holders) == 1, "two relays of one schema published at the same time"
         assert [record.key for _, record in recorder.published] == first
@@ -117,7 +110,7 @@ async def test_one_relay_publishes_in_table_order_and_another_takes_over_when_it
         await tasks[holder]
         second = [f"h-{i}" for i in range(10)]
         await add_events(pool, outbox, second)
-        await wait_for(lambda: len(recorder.published) == len(first) + len(second))
+        await eventually(lambda: len(recorder.published) == len(first) + len(second))
         assert {name for name, _ in recorder.published[len(first):]} == set(relays) - {holder}
         assert [record.key for _, record in recorder.published[len(first):]] == second
     finally:
@@ -133,7 +126,7 @@ async def test_a_relay_whose_connection_is_killed_reconnects_and_loses_nothing(t
     relay = OutboxRelay(pool, schema, recorder.publisher("a"), metrics, poll_seconds=0.2)
     async with running(relay):
         await add_events(pool, outbox, ["g-1"])
-        await wait_for(lambda: len(recorder.published) == 1)
+        await eventually(lambda: len(recorder.published) == 1)
         # Killed between publishing g-1 and deleting it, the relay would rightly publish it again
         # (at least once): the kill waits for the delete, so that exactly three come out.
         loop = asyncio.get_running_loop()
@@ -144,7 +137,7 @@ async def test_a_relay_whose_connection_is_killed_reconnects_and_loses_nothing(t
         [pid] = await lock_holders(pool, schema)
         assert await pool.fetchval("SELECT pg_terminate_backend($1)", pid)
         await add_events(pool, outbox, ["g-2", "g-3"])
-        await wait_for(lambda: len(recorder.published) == 3)
+        await eventually(lambda: len(recorder.published) == 3)
         assert [record.key for _, record in recorder.published] == ["g-1", "g-2", "g-3"]
         new_holders = await lock_holders(pool, schema)
         assert len(new_holders) == 1 and new_holders != [pid]
@@ -167,7 +160,7 @@ async def test_a_broker_that_fails_is_waited_for_and_nothing_is_lost(table: Tabl
     relay = OutboxRelay(pool, schema, flaky, metrics, poll_seconds=0.1)
     async with running(relay) as task:
         await add_events(pool, outbox, ["g-1", "g-2"])
-        await wait_for(lambda: len(recorder.published) == 2)
+        await eventually(lambda: len(recorder.published) == 2)
         assert not task.done()
         assert [record.key for _, record in recorder.published] == ["g-1", "g-2"]
         assert metrics.registry.get_sample_value(
@@ -190,7 +183,7 @@ async def test_relay_once_publishes_only_while_no_running_relay_holds_the_lock(t
             await asyncio.sleep(0.05)
         await add_events(pool, outbox, ["g-2"])
         assert await single.relay_once() == 0
-        await wait_for(lambda: len(recorder.published) == 2)
+        await eventually(lambda: len(recorder.published) == 2)
         assert [(name, record.key) for name, record in recorder.published] == [("single", "g-1"), ("runner", "g-2")]
 
 
@@ -220,11 +213,11 @@ async def test_the_pending_gauge_counts_what_waits_on_the_holder_and_on_the_othe
         assert await holder.fetchval("SELECT pg_try_advisory_lock(hashtext($1))", f"arbiter-outbox:{schema}")
         await add_events(pool, outbox, ["h-1", "h-2", "h-3"])
         async with running(waiting):
-            await wait_for(lambda: pending_gauge(waiting_metrics, schema) == 3)
+            await eventually(lambda: pending_gauge(waiting_metrics, schema) == 3)
             assert len(recorder.published) == 20
             await holder.execute("SELECT pg_advisory_unlock(hashtext($1))", f"arbiter-outbox:{schema}")
-            await wait_for(lambda: len(recorder.published) == 23)
-            await wait_for(lambda: pending_gauge(waiting_metrics, schema) == 0)
+            await eventually(lambda: len(recorder.published) == 23)
+            await eventually(lambda: pending_gauge(waiting_metrics, schema) == 0)
     finally:
         await pool.release(holder)
 
@@ -244,7 +237,7 @@ async def test_a_relay_that_cannot_give_the_lock_back_closes_its_connection(tabl
         await relay.relay_once()
     async with running(relay):
         await add_events(pool, outbox, ["g-2"])
-        await wait_for(lambda: len(recorder.published) == 2)
+        await eventually(lambda: len(recorder.published) == 2)
     # Both connections that held the lock were closed instead of returned with it: nobody holds it now.
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 20
@@ -276,7 +269,7 @@ async def test_an_event_kafka_can_never_take_is_set_aside_and_the_later_ones_sti
     relay = OutboxRelay(pool, schema, refusing_g3, metrics, poll_seconds=0.1)
     async with running(relay) as task:
         await add_events(pool, outbox, ["g-1", "g-2", "g-3", "g-4", "g-5"])
-        await wait_for(lambda: "g-5" in {record.key for _, record in recorder.published})
+        await eventually(lambda: "g-5" in {record.key for _, record in recorder.published})
         assert not task.done()
     keys = [record.key for _, record in recorder.published]
     assert list(dict.fromkeys(keys)) == ["g-1", "g-2", "g-4", "g-5"]

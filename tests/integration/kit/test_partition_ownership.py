@@ -1,9 +1,8 @@
-"""Whether a consumer has its topics' partitions to itself (kit.kafka.owns_every_partition, SoleConsumer), on the real broker."""
+"""Whether a consumer has its topics' partitions to itself (owns_every_partition, SoleConsumer), on the real broker."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from types import SimpleNamespace
 
@@ -12,6 +11,7 @@ from aiokafka import AIOKafkaConsumer
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.events import Topic
 from arbiter.kit.kafka import SoleConsumer, ensure_topics, owns_every_partition
+from tests.support.kafka import until_polled
 
 
 def _member(bootstrap: str, group: str, topic: str) -> AIOKafkaConsumer:
@@ -19,14 +19,6 @@ def _member(bootstrap: str, group: str, topic: str) -> AIOKafkaConsumer:
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=2000,
                                 heartbeat_interval_ms=400, enable_auto_commit=False)
     return consumer
-
-
-async def _until(predicate, consumers: list[AIOKafkaConsumer], what: str, timeout: float = 30.0) -> None:
-    """Poll `consumers` (their group work goes on meanwhile) until `predicate()` holds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        await asyncio.gather(*(consumer.getmany(timeout_ms=100) for consumer in consumers))
 
 
 async def test_a_lone_member_owns_every_partition_and_a_second_one_ends_that(infra_env) -> None:
@@ -39,18 +31,18 @@ async def test_a_lone_member_owns_every_partition_and_a_second_one_ends_that(inf
     await first.start()
     second = _member(bootstrap, group, topic)
     try:
-        await _until(lambda: len(first.assignment()) == 2, [first], "the first member never got both partitions")
+        await until_polled(lambda: len(first.assignment()) == 2, [first], "the first member never got both partitions")
         assert owns_every_partition(first)
         assert not sole()  # just seen: not settled yet
         await asyncio.sleep(0.6)
         assert sole()
         await second.start()
-        await _until(lambda: first.assignment() and second.assignment() and len(first.assignment()) == 1,
+        await until_polled(lambda: first.assignment() and second.assignment() and len(first.assignment()) == 1,
                      [first, second], "the partitions were never shared")
         assert not owns_every_partition(first) and not owns_every_partition(second)
         assert not sole()
         await second.stop()
-        await _until(lambda: len(first.assignment()) == 2, [first], "the first member never got both back")
+        await until_polled(lambda: len(first.assignment()) == 2, [first], "the first member never got both back")
         assert owns_every_partition(first)
         assert not sole()  # owning again, but only since now
         await asyncio.sleep(0.6)

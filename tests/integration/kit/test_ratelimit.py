@@ -1,4 +1,4 @@
-"""Per-player rate limits (issue 10): a burst is allowed, then RESOURCE_EXHAUSTED with retry advice, then refill."""
+"""Per-player rate limits: a burst is allowed, then RESOURCE_EXHAUSTED with retry advice, then refill."""
 
 from __future__ import annotations
 
@@ -79,3 +79,22 @@ async def test_an_oversized_request_is_refused_before_any_work(limited_arena) ->
             await arena_pb2_grpc.ArenaServiceStub(channel).GetArena(
                 arena_pb2.GetArenaRequest(arena_id="x" * 100_000))
         assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+async def test_a_malformed_call_is_refused_for_its_form_and_costs_no_call_of_the_burst(limited_arena) -> None:
+    """Bad input changes nothing, the caller's rate-limit bucket included."""
+    player = f"careless-{uuid.uuid4().hex[:6]}"
+
+    def join(arena_id: str) -> arena_pb2.JoinArenaRequest:
+        return arena_pb2.JoinArenaRequest(
+            actor=common_pb2.Actor(player_id=player, kind=common_pb2.ACCOUNT_KIND_REGISTERED), arena_id=arena_id)
+
+    async with grpc.aio.insecure_channel(limited_arena.services["arena"].grpc_address) as channel:
+        stub = arena_pb2_grpc.ArenaServiceStub(channel)
+        codes = []
+        for arena_id in ("", "", "", "a_does_not_exist", "a_does_not_exist", "a_does_not_exist"):
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.JoinArena(join(arena_id))
+            codes.append(refused.value.code())
+    assert codes == [grpc.StatusCode.INVALID_ARGUMENT] * 3 + [grpc.StatusCode.NOT_FOUND] * 2 + [
+        grpc.StatusCode.RESOURCE_EXHAUSTED]

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 import asyncpg
 import pytest
 
-from arbiter.devstack.stack import SystemStack
+from arbiter_tools.devstack.stack import SystemStack
 
 # A short Kafka session lets a (re)started replica join its consumer group in about a
 # second instead of waiting out the default 6 s; it changes nothing else.

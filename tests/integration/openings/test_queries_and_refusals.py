@@ -7,8 +7,8 @@ import uuid
 import grpc
 import pytest
 
-from arbiter.competition.types import OpeningMode as M
 from arbiter.contracts import common_pb2, openings_pb2, openings_pb2_grpc
+from arbiter.openings.modes import OpeningMode as M
 
 PROTO_MODE = {mode: common_pb2.OpeningMode.Value("OPENING_MODE_" + mode.value.upper()) for mode in M}
 TOURNAMENT = common_pb2.COMPETITION_KIND_TOURNAMENT
@@ -28,7 +28,9 @@ async def test_tables_for_the_creation_form(openings) -> None:
         assert {o.class_label for o in italian.openings} >= {"PARI", "1N", "1B", "2N", "2B", "3N", "3B", "4N"}
         counts = {}
         for mode in (M.TABLE_UP_TO_1, M.TABLE_UP_TO_2, M.TABLE_UP_TO_3, M.TABLE_ALL, M.THEMATIC):
-            reply = await service.ListOpenings(openings_pb2.ListOpeningsRequest(variant="italian", mode=PROTO_MODE[mode]))
+            reply = await service.ListOpenings(
+                openings_pb2.ListOpeningsRequest(variant="italian", mode=PROTO_MODE[mode])
+            )
             counts[mode] = len(reply.openings)
             assert all(o.mode == PROTO_MODE[mode] for o in reply.openings)
         assert list(counts.values()) == [83, 126, 166, 174, 174]
@@ -64,7 +66,9 @@ async def test_tables_for_the_creation_form(openings) -> None:
 
 
 def draw(competition=None, variant="italian", mode=M.TABLE_ALL, thematic=0) -> openings_pb2.DrawOpeningRequest:
-    request = openings_pb2.DrawOpeningRequest(variant=variant, mode=PROTO_MODE.get(mode, mode), thematic_opening=thematic)
+    request = openings_pb2.DrawOpeningRequest(
+        variant=variant, mode=PROTO_MODE.get(mode, mode), thematic_opening=thematic
+    )
     if competition is not None:
         request.competition.CopyFrom(competition)
     return request
@@ -83,7 +87,7 @@ async def test_bad_input_is_refused_with_a_reason_and_nothing_is_stored(openings
         (draw(ref(tid, kind=42)), INVALID, "unknown competition kind 42"),
         (draw(ref("")), INVALID, "competition.id is required"),
         (draw(ref(" " + tid)), INVALID, "has surrounding spaces"),
-        (draw(ref("x" * 201)), INVALID, "has 201 characters; ids have at most 200"),
+        (draw(ref("x" * 129)), INVALID, "has 129 characters; competition ids have at most 128"),
         (draw(ref(tid, 0)), INVALID, f"tournament {tid}: rounds are numbered from 1, got round 0"),
         (draw(ref(tid, -1, kind=common_pb2.COMPETITION_KIND_ARENA)), INVALID, "cannot be negative"),
         (draw(ref(tid), variant=""), INVALID, "the variant is required"),

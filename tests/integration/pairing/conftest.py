@@ -4,30 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from pathlib import Path
 
 import asyncpg
 import grpc
 import pytest
 
-# Test helpers are plain modules next to the tests (pytest runs with --import-mode=importlib);
-# the play-site stand-in lives with the e2e tests and is shared.
-_HERE = Path(__file__).resolve().parent
-for folder in (_HERE, _HERE.parents[1] / "e2e" / "pairing"):
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-
-from pairing_support import TIME_SCALE, ClockStandIn, OpeningsStandIn, PairingUnderTest, RatingsStandIn  # noqa: E402
-
-from arbiter.contracts import clock_pb2_grpc, openings_pb2_grpc, rating_pb2_grpc, tournament_pb2_grpc  # noqa: E402
-from arbiter.kit.timesource import TimeSource  # noqa: E402
-from services.pairing.main import serve  # noqa: E402
-from services.pairing.settings import PairingSettings  # noqa: E402
+from arbiter.contracts import clock_pb2_grpc, openings_pb2_grpc, rating_pb2_grpc, tournament_pb2_grpc
+from arbiter.kit.timesource import TimeSource
+from services.pairing.main import serve
+from services.pairing.settings import PairingSettings
+from tests.integration.pairing.pairing_support import (
+    TIME_SCALE,
+    ClockStandIn,
+    OpeningsStandIn,
+    PairingUnderTest,
+    RatingsStandIn,
+)
 
 
 class ReadyLine(logging.Handler):
@@ -39,8 +35,8 @@ class ReadyLine(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.getMessage() == "service ready" and not self.ready.done():
-            grpc_port = int(str(getattr(record, "grpc")).rsplit(":", 1)[1])
-            metrics_port = int(str(getattr(record, "metrics")).rsplit(":", 1)[1].split("/", 1)[0])
+            grpc_port = int(str(record.grpc).rsplit(":", 1)[1])
+            metrics_port = int(str(record.metrics).rsplit(":", 1)[1].split("/", 1)[0])
             self.ready.set_result((grpc_port, metrics_port))
 
 

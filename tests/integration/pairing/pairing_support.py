@@ -15,18 +15,16 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from arbiter.competition.types import OpeningMode
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import openings_pb2, openings_pb2_grpc, rating_pb2, rating_pb2_grpc, tournament_pb2_grpc
 from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.timesource import TimeSource
 from arbiter.openings import draw_opening
+from arbiter.openings.modes import OpeningMode
 from services.pairing.convert import OPENING_MODE, OPENING_MODE_TO_PROTO
 from services.pairing.main import MIGRATIONS
 from services.pairing.settings import PairingSettings
-
-# The e2e play site's module (on sys.path through conftest.py), which also stands in for the clock.
-from playsite import ClockStandIn  # noqa: E402
+from tests.support.playsite import ClockStandIn
 
 TIME_SCALE = 120.0
 
@@ -38,7 +36,7 @@ class OpeningsStandIn(openings_pb2_grpc.OpeningServiceServicer):
         self.drawn: dict[str, list[int]] = {}
         self.calls = 0
 
-    async def DrawOpening(self, request, context):  # noqa: N802
+    async def DrawOpening(self, request, context):
         self.calls += 1
         mode = OPENING_MODE[request.mode]
         ref = request.competition
@@ -65,10 +63,10 @@ class RatingsStandIn(rating_pb2_grpc.RatingServiceServicer):
                                        rating=common.Rating(rating=self.ratings.get(player_id, 1500.0),
                                                             deviation=350, volatility=0.06))
 
-    async def GetRating(self, request, context):  # noqa: N802
+    async def GetRating(self, request, context):
         return self._one(request.player_id, request)
 
-    async def GetRatings(self, request, context):  # noqa: N802
+    async def GetRatings(self, request, context):
         return rating_pb2.GetRatingsResponse(ratings=[self._one(p, request) for p in request.player_ids])
 
 

@@ -14,19 +14,20 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from pairing_support import insert_round_games, private_pairing_schema
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 from redis.exceptions import RedisError
 
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
-from arbiter.devstack.infra import start_redis
-from arbiter.devstack.processes import free_port
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.settings import KitSettings
+from arbiter_tools.devstack.infra import start_redis
+from arbiter_tools.devstack.processes import free_port
 from services.pairing.busy import BusyRebuild, BusyRegistry, retry_pause
 from services.pairing.metrics import PairingMetrics
+from tests.integration.pairing.pairing_support import insert_round_games, private_pairing_schema
+from tests.support.polling import eventually
 
 
 async def test_players_are_busy_between_start_and_finish_of_any_game(redis_url) -> None:
@@ -187,22 +188,18 @@ async def test_the_watch_rebuilds_after_redis_restarts_and_after_a_flush(rebuild
     watch = asyncio.create_task(rebuild_stage.rebuild().run(stop))
 
     async def until_whole() -> None:
-        while True:
-            try:
-                if await rebuild_stage.registry.whole():
-                    return
-            except (OSError, RedisError):  # the server is restarting
-                pass
-            await asyncio.sleep(0.1)
+        # OSError, RedisError: the server is restarting.
+        await eventually(rebuild_stage.registry.whole, "the registry whole again", timeout=60,
+                         tolerate=(OSError, RedisError))
 
     try:
-        await asyncio.wait_for(until_whole(), 60)
+        await until_whole()
         assert await rebuild_stage.registry.busy(seats["running"]) == set(seats["running"])
         rebuild_stage.server.restart()  # no persistence: a new server, empty
-        await asyncio.wait_for(until_whole(), 60)
+        await until_whole()
         assert await rebuild_stage.registry.busy(seats["running"]) == set(seats["running"])
         await rebuild_stage.redis.flushall()
-        await asyncio.wait_for(until_whole(), 60)
+        await until_whole()
         assert await rebuild_stage.registry.busy(seats["running"]) == set(seats["running"])
         assert rebuild_stage.rebuilds() == 3
         assert not watch.done()  # the restart's connection errors did not end the watch

@@ -7,10 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
-from playsite import ClockStandIn
 
 from arbiter.contracts import clock_pb2_grpc
 from services.pairing.clients import ClockClient, Unavailable
+from tests.support.playsite import ClockStandIn
 
 
 async def test_who_sat_answers_every_game_and_nobody_for_a_game_the_clock_never_heard_of() -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from arbiter.competition.tournament_flow import Verdict
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import tournament_pb2 as tp
-from services.pairing.convert import VERDICT_TO_PROTO, game_record
+from arbiter.kit.convert import GAME_RESULT_TO_PROTO
+from arbiter.vocabulary import GameResult
+from services.pairing.convert import game_record
 
 
 def _row(**changes: object) -> dict[str, object]:
@@ -20,16 +21,16 @@ def _row(**changes: object) -> dict[str, object]:
     return row
 
 
-@pytest.mark.parametrize("verdict", list(VERDICT_TO_PROTO))
+@pytest.mark.parametrize("result", list(GameResult))
 @pytest.mark.parametrize("termination", list(common.Termination.keys()))
-def test_a_finished_row_carries_its_result_and_termination_by_their_stored_names(verdict: Verdict,
+def test_a_finished_row_carries_its_result_and_termination_by_their_stored_names(result: GameResult,
                                                                                   termination: str) -> None:
-    record = game_record(_row(finished=True, result=verdict.value, termination=termination,
+    record = game_record(_row(finished=True, result=result.value, termination=termination,
                               white_points=2, black_points=0, rated=1))
 
     assert record == tp.GameRecord(
         game_id="t_1-r2-b3-g1", white_id="w", black_id="b", round=2, board=3, game_in_pairing=1, opened=True,
-        finished=True, result=VERDICT_TO_PROTO[verdict], termination=common.Termination.Value(termination),
+        finished=True, result=GAME_RESULT_TO_PROTO[result], termination=common.Termination.Value(termination),
         white_points=2, black_points=0, rated=True,
     )
 

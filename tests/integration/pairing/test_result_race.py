@@ -14,16 +14,16 @@ import uuid
 
 import pytest
 import redis.asyncio as aioredis
-from pairing_support import insert_round_games, private_pairing_schema
 
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.timesource import TimeSource
 from services.pairing.busy import BusyRegistry
+from services.pairing.handlers import ResultDesk, from_finished
 from services.pairing.metrics import PairingMetrics
-from services.pairing.results import ResultDesk, from_finished
 from services.pairing.watch import WatchHub
+from tests.integration.pairing.pairing_support import insert_round_games, private_pairing_schema
 
 
 def _finished(game_id: str, white: str, black: str) -> ev.GameFinished:
@@ -53,7 +53,7 @@ async def test_the_later_of_two_replicas_scoring_a_rounds_last_games_moves_the_r
     redis = aioredis.from_url(infra_env["REDIS_URL"])
     poked: dict[str, list[str]] = {"first": [], "second": []}
 
-    def desk(name: str, pool) -> ResultDesk:  # noqa: ANN001
+    def desk(name: str, pool) -> ResultDesk:
         return ResultDesk(pool, TimeSource(), BusyRegistry(redis, 600), WatchHub(redis),
                           PairingMetrics.create(Metrics(f"race-{name}")), poked[name].append, "pairing",
                           alone=lambda: alone)

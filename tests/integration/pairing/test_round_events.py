@@ -13,7 +13,7 @@ from arbiter.competition.tournament_flow import RoundDraw
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.events import timestamp
-from services.pairing.director import Director, RoundToSave, _forfeits
+from services.pairing.rounds import RoundToSave, busy_forfeits, round_events
 
 ROW = {"id": "t-events", "variant": "international", "speed": "blitz", "rated": True, "base_seconds": 180,
        "increment_seconds": 2, "games_per_pairing": 2}
@@ -24,8 +24,8 @@ def test_a_round_publishes_its_pairing_then_a_request_per_game_and_a_forfeit_per
     now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     draw = RoundDraw(3, (("a", "b"), ("c", "d")), "e", "berger")
     planned = draw.games(ROW["id"], ROW["games_per_pairing"])
-    forfeits = _forfeits(ROW, planned, busy={"d"})
-    events = Director._round_events(RoundToSave(ROW, draw, planned, forfeits, OPENING), now)
+    forfeits = busy_forfeits(ROW, planned, busy={"d"})
+    events = round_events(RoundToSave(ROW, draw, planned, forfeits, OPENING), now)
 
     paired, *per_game = events
     assert isinstance(paired, ev.RoundPaired) and paired.meta.event_id == "t-events/r3/paired"

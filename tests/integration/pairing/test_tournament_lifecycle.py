@@ -10,19 +10,24 @@ from datetime import timedelta
 import grpc
 import pytest
 import redis.asyncio as aioredis
-from pairing_checks import assert_finished_as_the_rules_say
-from pairing_support import player, registered
-from playsite import Behaviour, PlaySite
 
+from arbiter.competition.records import Entrant
+from arbiter.competition.types import Format
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import tournament_pb2 as tp
+from arbiter.kit import events
 from arbiter.kit.events import timestamp
 from arbiter.kit.metrics import Metrics
 from services.pairing.busy import BusyRegistry
+from services.pairing.handlers import ResultDesk, from_finished, from_flag
 from services.pairing.metrics import PairingMetrics
-from services.pairing.results import ResultDesk, from_finished, from_flag
 from services.pairing.watch import WatchHub
+from tests.integration.pairing.pairing_support import player, registered
+from tests.support.kafka import consumed
+from tests.support.pairing_checks import assert_finished_as_the_rules_say, core_rows, replay_with_the_rules, rows_of
+from tests.support.playsite import Behaviour, PlaySite
+from tests.support.polling import eventually
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +40,12 @@ async def site(infra_env, pairing):
 
 async def open_tournament(pairing, site, entrants: list[str], behaviour: Behaviour | None = None,
                           **overrides) -> str:
-    values = dict(
-        name="Lifecycle", variant="international", capacity=40, duration_minutes=600,
-        time_control=common.TimeControl(fischer=common.FischerControl(base_seconds=60, increment_seconds=1)),
+    values = {
+        "name": "Lifecycle", "variant": "international", "capacity": 40, "duration_minutes": 600,
+        "time_control": common.TimeControl(fischer=common.FischerControl(base_seconds=60, increment_seconds=1)),
         # 7 minutes (3.5 real seconds): room for the creation (T-4 wants 5) and the joins on a loaded machine.
-        starts_at=timestamp(pairing.starts_in(7)),
-    )
+        "starts_at": timestamp(pairing.starts_in(7)),
+    }
     values.update(overrides)
     reply = await pairing.stub.CreateTournament(tp.CreateTournamentRequest(
         actor=registered(player("creator")), settings=tp.TournamentSettings(**values)))
@@ -95,6 +100,25 @@ async def test_four_entrants_play_a_double_round_robin_watched_live(pairing, sit
     assert changes[-1].tournament.state == tp.TOURNAMENT_STATE_FINISHED
 
 
+async def test_swiss_tournaments_starting_together_are_paired_round_for_round_as_the_rules_say(pairing, site) -> None:
+    """T-13: Swiss rounds that end at once are paired together (issue 41), each draw the rules core's own."""
+    starts_at = timestamp(pairing.starts_in(9))
+    fields = {size: [player(f"sw{size}") for _ in range(size)] for size in (7, 8, 9)}
+    behaviours = {size: Behaviour(seed=size) for size in fields}
+    ids = {size: await open_tournament(pairing, site, entrants, behaviours[size], rated=False, starts_at=starts_at)
+           for size, entrants in fields.items()}
+    logs = await asyncio.gather(*(site.wait_end(tournament_id, timeout=180) for tournament_id in ids.values()))
+    for (size, tournament_id), log in zip(ids.items(), logs, strict=True):
+        pairings = await assert_finished_as_the_rules_say(pairing.stub, log, tournament_id)
+        assert log.started.format == "swiss", log.started
+        seats = [Entrant(e.player_id, e.berger_number, e.initial_rank, e.rating) for e in pairings.entrants]
+        draws, standings = replay_with_the_rules(tournament_id, seats, Format.SWISS, log.started.rounds,
+                                                 log.started.games_per_pairing, behaviours[size])
+        assert [(n, [(line.white_id, line.black_id) for line in log.rounds[n].pairings], log.rounds[n].bye_id or None)
+                for n in sorted(log.rounds)] == [(n, list(pairs), bye) for n, pairs, bye in draws]
+        assert rows_of(log.finished.standings) == core_rows(standings)
+
+
 async def test_absences_busy_forfeits_and_byes(pairing, site) -> None:
     """T-8 byes; T-16 never sat (clock's flag decides, the play site's relay is ignored); T-18 busy forfeit,
     never opened; T-19 both absent 0-0; T-20 nobody dropped."""
@@ -126,12 +150,9 @@ async def test_absences_busy_forfeits_and_byes(pairing, site) -> None:
     # The play site's GameFinished after each flag came second: counted, not applied.
     flagged = sum(1 for d in log.decided.values() if d.source == "flagged")
     assert flagged == 3
-    # The relays may still be on their way when the tournament ends: wait for them (up to 30 s).
-    for _ in range(300):
-        if metric(pairing, "arbiter_results_ignored_total", reason="already_scored") >= ignored_before + flagged:
-            break
-        await asyncio.sleep(0.1)
-    assert metric(pairing, "arbiter_results_ignored_total", reason="already_scored") >= ignored_before + flagged
+    # The relays may still be on their way when the tournament ends: wait for them.
+    await eventually(lambda: metric(pairing, "arbiter_results_ignored_total", reason="already_scored")
+                     >= ignored_before + flagged, "the play site's relays counted as already scored")
 
 
 async def test_a_result_for_an_unknown_game_or_twice_is_counted_and_ignored(pairing, site) -> None:
@@ -142,10 +163,8 @@ async def test_a_result_for_an_unknown_game_or_twice_is_counted_and_ignored(pair
         result=common.GAME_RESULT_WHITE_WINS, termination=common.TERMINATION_RESIGNATION,
     )
     await site.publish(ghost)
-    for _ in range(300):
-        if metric(pairing, "arbiter_results_ignored_total", reason="unknown_game") > before_unknown:
-            break
-        await asyncio.sleep(0.1)
+    await eventually(lambda: metric(pairing, "arbiter_results_ignored_total", reason="unknown_game") > before_unknown,
+                     "the unknown game counted")
     assert metric(pairing, "arbiter_results_ignored_total", reason="unknown_game") == before_unknown + 1
 
 
@@ -199,12 +218,7 @@ async def test_the_play_sites_final_word_replaces_a_differing_flag(pairing, site
         return next(g for r in pairings.rounds for g in r.games if g.game_id == game_id)
 
     async def until(predicate, what: str) -> tp.GameRecord:
-        for _ in range(300):
-            game = await game_row()
-            if predicate(game):
-                return game
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}: {await game_row()}")
+        return await eventually(game_row, what, until=predicate)
 
     flag = ev.ClockFlagged(game_id=game_id, loser_id=request.white_id, reason=common.TERMINATION_TIME)
     flag.meta.event_id = f"test-flag-{game_id}"
@@ -231,7 +245,9 @@ async def test_the_play_sites_final_word_replaces_a_differing_flag(pairing, site
     late.meta.event_id = f"test-late-flag-{game_id}"
     await site.publish(late)
     await site.publish(final)
-    await asyncio.sleep(1.0)
+    # Handled (the pairing service's group has committed past both) and nothing changed.
+    await consumed(pairing.settings.kafka_bootstrap_servers, pairing.settings.pairing_consumer_group,
+                   [events.CLOCK_FLAGGED, events.GAME_FINISHED])
     assert (await game_row()).result == common.GAME_RESULT_WHITE_WINS
     assert metric(pairing, "arbiter_results_corrected_total", source="game.finished") == corrected_before + 1
 

@@ -8,11 +8,11 @@ from datetime import timedelta
 
 import grpc
 import pytest
-from pairing_support import player, registered
 
 from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.kit.events import timestamp
+from tests.integration.pairing.pairing_support import player, registered
 
 
 def settings(pairing, **overrides) -> tp.TournamentSettings:
@@ -21,11 +21,11 @@ def settings(pairing, **overrides) -> tp.TournamentSettings:
     30 real seconds: never during these tests, however slow the machine (a start 5.5 minutes
     ahead came while a loaded machine was still checking passwords).
     """
-    values = dict(
-        name="Friday blitz", variant="international",
-        time_control=common.TimeControl(fischer=common.FischerControl(base_seconds=180, increment_seconds=2)),
-        capacity=16, starts_at=timestamp(pairing.starts_in(60)), duration_minutes=120,
-    )
+    values = {
+        "name": "Friday blitz", "variant": "international",
+        "time_control": common.TimeControl(fischer=common.FischerControl(base_seconds=180, increment_seconds=2)),
+        "capacity": 16, "starts_at": timestamp(pairing.starts_in(60)), "duration_minutes": 120,
+    }
     values.update(overrides)
     return tp.TournamentSettings(**values)
 
@@ -161,8 +161,67 @@ async def test_private_entry_needs_the_password_or_the_invite_link(pairing) -> N
     assert t.id not in {x.id for x in listed.tournaments}  # private ones are not listed
 
 
+async def test_password_guesses_are_limited_per_tournament_whoever_makes_them(pairing) -> None:
+    """T-5: a guesser who makes up a new player id for every try gets no more tries (the probe had 120 from 120 ids).
+
+    Right passwords use up nothing; once the tournament's tries are used, even the right one waits
+    (RESOURCE_EXHAUSTED with the wait), the invite link still lets people in, and other
+    tournaments are not affected.
+    """
+    burst = pairing.settings.password_attempts_burst
+    reply = await create(pairing, private=True, password="s3cret")
+    t, token = reply.tournament, reply.invite_token
+    other = (await create(pairing, private=True, password="other")).tournament
+
+    def join(tournament_id: str, **credentials):
+        return pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(player("guesser")),
+                                                                    tournament_id=tournament_id, **credentials))
+
+    for attempt in range(burst - 1):
+        await refused(join(t.id, password=f"guess-{attempt}"), grpc.StatusCode.PERMISSION_DENIED, "wrong password")
+    for _ in range(3):
+        await join(t.id, password="s3cret")
+    await refused(join(t.id, password="guess-last"), grpc.StatusCode.PERMISSION_DENIED, "wrong password")
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await join(t.id, password="guess-one-more")
+    assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, info.value.details()
+    assert f"too many wrong passwords for private tournament {t.id}; retry in" in info.value.details()
+    assert int(dict(info.value.trailing_metadata())["retry-after-ms"]) > 0
+    await refused(join(t.id, password="s3cret"), grpc.StatusCode.RESOURCE_EXHAUSTED, "invite link")
+    await join(t.id, invite_token=token)
+    await refused(join(other.id, password="guess"), grpc.StatusCode.PERMISSION_DENIED, "wrong password")
+    entrants = await pairing.db.fetchval("SELECT count(*) FROM entrants WHERE tournament_id = $1", t.id)
+    assert entrants == 4
+
+
+async def test_a_name_that_would_break_a_screen_is_refused_and_nothing_is_saved(pairing) -> None:
+    """The name check wired (INVALID_ARGUMENT, no row); every kind of bad name: tests/unit/kit/test_fields.py."""
+    creator = player("creator")
+    await refused(create(pairing, creator, name="\x1b[2J\x1b[31mFREE PRIZES\x1b[0m"), grpc.StatusCode.INVALID_ARGUMENT,
+                  "name")
+    assert await pairing.db.fetchval("SELECT count(*) FROM tournaments WHERE creator_id = $1", creator) == 0
+
+
+async def test_huge_and_blank_ids_are_refused_briefly(pairing) -> None:
+    """A 60,000-character id is INVALID_ARGUMENT with a short message, never echoed (it used to come back whole)."""
+    huge = "t" * 60_000
+    for call, field in (
+        (pairing.stub.GetTournament(tp.GetTournamentRequest(tournament_id=huge)), "tournament_id"),
+        (pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(player()), tournament_id=huge)),
+         "tournament_id"),
+        (pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(huge), tournament_id="t_x")),
+         "actor.player_id"),
+        (pairing.stub.CreateTournament(tp.CreateTournamentRequest(actor=registered(player()), request_id=huge,
+                                                                  settings=settings(pairing))), "request_id"),
+    ):
+        details = await refused(call, grpc.StatusCode.INVALID_ARGUMENT, f"{field} has 60,000 characters")
+        assert len(details) < 200
+    await refused(pairing.stub.JoinTournament(tp.JoinTournamentRequest(actor=registered(" "), tournament_id="t_x")),
+                  grpc.StatusCode.INVALID_ARGUMENT, "actor.player_id is blank")
+
+
 async def test_the_creator_revokes_the_invite_link(pairing) -> None:
-    """Issue 10: invite links are revocable by the creator only; the old link stops working at once."""
+    """Invite links are revocable by the creator only; the old link stops working at once."""
     creator = player("creator")
     reply = await create(pairing, creator, private=True)
     t, old = reply.tournament, reply.invite_token

@@ -3,7 +3,6 @@ a fresh schema of the rating service's tables."""
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,10 +12,6 @@ import pytest
 
 from arbiter.kit.db import create_pool, migrate, migrations_in
 from services.rating import store
-
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
 
 MIGRATIONS = Path(store.__file__).resolve().parent / "migrations"
 

@@ -13,7 +13,6 @@ import base64
 import itertools
 import random
 import sys
-import time
 import urllib.request
 import uuid
 from collections import Counter
@@ -23,18 +22,22 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import grpc
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from rating_support import finished
 
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import events_pb2 as ev
 from arbiter.contracts import rating_pb2, rating_pb2_grpc
-from arbiter.devstack.processes import ManagedProcess, free_port
 from arbiter.kit import events
-from arbiter.rating import decay, rating_periods
+from arbiter.kit.errors import Unavailable
+from arbiter.kit.ratings import GET_RATINGS_MAX_PLAYERS, RatingsClient
+from arbiter.rating import DEFAULT_RATING, decay, rating_periods
 from arbiter.rating.ledger import GameToRate, PlayerState, replay_in_order
+from arbiter_tools.devstack.processes import ManagedProcess, free_port
+from tests.integration.rating.rating_support import finished
+from tests.support.kafka import consumed
+from tests.support.polling import eventually, eventually_blocking
 
 BLITZ = cm.SPEED_BLITZ
 RAPID = cm.SPEED_RAPID
@@ -97,15 +100,20 @@ def unrated_games(prefix: str, at: datetime) -> dict[str, list[ev.GameFinished]]
                                  black_sat=False, termination=cm.TERMINATION_BOTH_ABSENT)],
         # T-8: a competition "game" without an opponent.
         "bye": [finished(f"{prefix}-bye", a, "", cm.GAME_RESULT_WHITE_WINS, at)],
-        # Says rated but cannot be: unknown variant, a result this build does not know, no date.
-        "invalid": [
-            finished(f"{prefix}-badvariant", a, b, cm.GAME_RESULT_WHITE_WINS, at, variant="chess"),
-            finished(f"{prefix}-badresult", a, b, 99, at),  # type: ignore[arg-type]
-            _never_dated(finished(f"{prefix}-baddate", a, b, cm.GAME_RESULT_DRAW, at)),
-            _never_dated(finished(f"{prefix}-badnanos", a, b, cm.GAME_RESULT_DRAW, at), seconds=253_402_300_799,
-                         nanos=2_000_000_000),
-        ],
+        # Says rated but cannot be: a variant nobody plays.
+        "invalid": [finished(f"{prefix}-badvariant", a, b, cm.GAME_RESULT_WHITE_WINS, at, variant="chess")],
     }
+
+
+def malformed_games(prefix: str, at: datetime) -> list[ev.GameFinished]:
+    """Events the consumer's boundary sets aside before the handler: a result no version defines, no date."""
+    a, b = f"{prefix}-p00", f"{prefix}-p01"
+    return [
+        finished(f"{prefix}-badresult", a, b, 99, at),  # type: ignore[arg-type]
+        _never_dated(finished(f"{prefix}-baddate", a, b, cm.GAME_RESULT_DRAW, at)),
+        _never_dated(finished(f"{prefix}-badnanos", a, b, cm.GAME_RESULT_DRAW, at), seconds=253_402_300_799,
+                     nanos=2_000_000_000),
+    ]
 
 
 def _never_dated(event: ev.GameFinished, seconds: int = 10**13, nanos: int = 0) -> ev.GameFinished:
@@ -130,29 +138,9 @@ async def publish(bootstrap: str, batch: Iterable[ev.GameFinished]) -> None:
         await producer.stop()
 
 
-async def consumed_everything(bootstrap: str, group: str) -> bool:
-    """Whether `group` has committed the end of every game.finished partition (commits follow the handler)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
-    await admin.start()
-    await consumer.start()
-    try:
-        partitions = [TopicPartition(events.GAME_FINISHED.name, p)
-                      for p in consumer.partitions_for_topic(events.GAME_FINISHED.name) or ()]
-        ends = await consumer.end_offsets(partitions)
-        committed = await admin.list_consumer_group_offsets(group, partitions=partitions)
-    finally:
-        await consumer.stop()
-        await admin.close()
-    return bool(partitions) and all(
-        committed.get(tp) is not None and committed[tp].offset >= end for tp, end in ends.items()
-    )
-
-
 async def wait_group_members(bootstrap: str, members: int, group: str, timeout: float = 60.0) -> None:
     """Wait until `group` is Stable with `members` members (a joined member holds partitions then)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    async def stable() -> bool:
         admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
         await admin.start()
         try:
@@ -160,19 +148,13 @@ async def wait_group_members(bootstrap: str, members: int, group: str, timeout: 
         finally:
             await admin.close()
         found = [g for response in described for g in response.groups if g[1] == group]
-        if found and found[0][2] == "Stable" and len(found[0][5]) == members:
-            return
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"consumer group {group} did not reach {members} stable members in {timeout:.0f} s")
+        return bool(found) and found[0][2] == "Stable" and len(found[0][5]) == members
+
+    await eventually(stable, f"consumer group {group} Stable with {members} members", timeout=timeout, every=0.3)
 
 
 async def wait_consumed(bootstrap: str, group: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if await consumed_everything(bootstrap, group):
-            return
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"the rating service did not consume game.finished within {timeout:.0f} s")
+    await consumed(bootstrap, group, [events.GAME_FINISHED], timeout=timeout)
 
 
 class UpdatesObserver:
@@ -231,6 +213,15 @@ async def asyncpg_count(database_url: str, query: str, *args: object) -> int:
         await connection.close()
 
 
+async def asyncpg_rows(database_url: str, query: str, *args: object) -> list[asyncpg.Record]:
+    """Rows from the session's database."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        return await connection.fetch(query, *args)
+    finally:
+        await connection.close()
+
+
 def start_replica(stack, name: str) -> tuple[ManagedProcess, str, str]:
     """A second rating process in the same consumer group (scale-out, DESIGN); returns it, gRPC and /metrics."""
     env = stack.service_env("rating")
@@ -242,18 +233,13 @@ def start_replica(stack, name: str) -> tuple[ManagedProcess, str, str]:
 
 
 def wait_healthy(address: str, process: ManagedProcess, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def serving() -> bool:
         assert not process.exited(), f"{process.name} exited; see {process.log_path}"
         with grpc.insecure_channel(address) as channel:
-            try:
-                reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-        time.sleep(0.1)
-    raise AssertionError(f"{process.name} not serving after {timeout:.0f} s")
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=1)
+        return reply.status == health_pb2.HealthCheckResponse.SERVING
+
+    eventually_blocking(serving, f"{process.name} serving", timeout=timeout, tolerate=(grpc.RpcError,))
 
 
 async def all_ratings(stub: rating_pb2_grpc.RatingServiceStub, players: list[str], variant: str, speed: int):
@@ -296,7 +282,8 @@ async def test_thousand_games_duplicated_and_reordered_equal_the_sequential_reco
     rated = (random_games(rng, prefix, 700, 30, start, timedelta(days=50), "international", BLITZ)
              + random_games(rng, prefix, 300, 30, start, timedelta(days=50), "english", RAPID))
     ignored = unrated_games(prefix, start + timedelta(days=10))
-    everything = rated + [e for group in ignored.values() for e in group]
+    malformed = malformed_games(prefix, start + timedelta(days=10))
+    everything = rated + [e for group in ignored.values() for e in group] + malformed
     # Delivered twice in two different shuffles; 50 games also re-sent under a new event id
     # (a play site retrying), which must not count either.
     first, second = everything[:], everything[:]
@@ -336,8 +323,9 @@ async def test_thousand_games_duplicated_and_reordered_equal_the_sequential_reco
         replica.stop()
     # Exactly our games were rated once each; ">=" on the metric: rated games other tests of the session
     # left on game.finished (after this consumer group's last commit) are rated here too.
-    ours = await asyncpg_count(infra_env["DATABASE_URL"], "SELECT count(*) FROM rating.rated_games WHERE game_id LIKE $1",
-                               f"{prefix}%")
+    ours = await asyncpg_count(
+        infra_env["DATABASE_URL"], "SELECT count(*) FROM rating.rated_games WHERE game_id LIKE $1", f"{prefix}%"
+    )
     assert ours == len(rated)
     assert counts[("rated", "rated")] >= len(rated)
     assert all(per_replica), f"both replicas rate games: {per_replica}"
@@ -346,7 +334,17 @@ async def test_thousand_games_duplicated_and_reordered_equal_the_sequential_reco
     for reason, group in ignored.items():
         assert counts[("ignored", reason)] >= len(group), reason
     assert counts[("duplicate", "already_rated")] >= len(resent)
-    assert counts[("duplicate", "redelivered")] >= len(everything)
+    assert counts[("duplicate", "redelivered")] >= len(everything) - len(malformed)
+    # The malformed ones never reached the handler: both deliveries of each were set aside, with the field named.
+    set_aside = await asyncpg_rows(
+        infra_env["DATABASE_URL"],
+        "SELECT value, reason, detail FROM rating.consumer_set_aside WHERE consumer_group = $1",
+        stack.consumer_group("rating"),
+    )
+    ours = sorted((ev.GameFinished.FromString(r["value"]).game_id, r["reason"], r["detail"].split(" ", 1)[0])
+                  for r in set_aside if r["value"] is not None and f"{prefix}-bad".encode() in r["value"])
+    assert ours == sorted((e.game_id, "invalid", field) for e, field in zip(
+        malformed, ("result", "finished_at", "finished_at"), strict=True) for _ in range(2))
     # The shuffled delivery did make late games replay later ones.
     assert revised[()] > 0
 
@@ -366,14 +364,11 @@ async def check_thousand_games(
             1 for e in rated if (e.variant, e.speed) == (variant, speed))
 
     # The last RatingUpdated of every player carries the stored rating after their last game.
-    deadline = time.monotonic() + 20
     wanted = {(p, v, s): st for (v, s), states in expected.items() for p, st in states.items()}
-    while time.monotonic() < deadline:
-        latest = observer.latest()
-        if all(k in latest and latest[k].after.rating == v.rating.rating for k, v in wanted.items()):
-            break
-        await asyncio.sleep(0.2)
-    latest = observer.latest()
+    latest = await eventually(observer.latest, "every player's last RatingUpdated", every=0.2,
+                              until=lambda latest: all(
+                                  k in latest and abs(latest[k].after.rating - v.rating.rating) <= 1e-9
+                                  for k, v in wanted.items()))
     for key, state in wanted.items():
         assert latest[key].after.rating == pytest.approx(state.rating.rating, abs=1e-9)
         assert latest[key].after.deviation == pytest.approx(state.rating.rd, abs=1e-9)
@@ -419,17 +414,17 @@ async def test_bad_input_is_refused_and_unknown_players_get_the_default(start_sy
             (stub.GetRatingHistory, lambda **kw: rating_pb2.GetRatingHistoryRequest(**{"player_id": "p", **ok, **kw})),
         ):
             await refused(call, make(player_id=""), "player_id")
-            await refused(call, make(player_id="x" * 201), "player_id")
+            await refused(call, make(player_id="x" * 129), "player_id", "128")
             await refused(call, make(variant=""), "variant")
             await refused(call, make(variant="chess"), "chess", "international")
             await refused(call, make(speed=cm.SPEED_UNSPECIFIED), "speed")
             await refused(call, make(speed=42), "speed")
-        many = lambda **kw: rating_pb2.GetRatingsRequest(**{"player_ids": ["a", "b"], **ok, **kw})  # noqa: E731
+        many = lambda **kw: rating_pb2.GetRatingsRequest(**{"player_ids": ["a", "b"], **ok, **kw})  # noqa: E731 - a local shorthand
         await refused(stub.GetRatings, many(player_ids=[f"p{i}" for i in range(501)]), "501", "500")
         await refused(stub.GetRatings, many(player_ids=["a", ""]), "player_ids[1]")
         await refused(stub.GetRatings, many(variant="xiangqi"), "xiangqi")
         await refused(stub.GetRatings, many(speed=cm.SPEED_UNSPECIFIED), "speed")
-        history = lambda **kw: rating_pb2.GetRatingHistoryRequest(player_id="p", page=cm.PageRequest(**kw), **ok)  # noqa: E731
+        history = lambda **kw: rating_pb2.GetRatingHistoryRequest(player_id="p", page=cm.PageRequest(**kw), **ok)  # noqa: E731 - a local shorthand
         await refused(stub.GetRatingHistory, history(page_size=101), "page_size", "100")
         await refused(stub.GetRatingHistory, history(page_size=-1), "page_size")
         await refused(stub.GetRatingHistory, history(page_token="not-a-token"), "page_token")
@@ -453,6 +448,15 @@ async def test_bad_input_is_refused_and_unknown_players_get_the_default(start_sy
         empty = await stub.GetRatingHistory(history(page_size=0))
         assert list(empty.changes) == [] and empty.next_page_token == ""
 
+        # The kit's client asks more than GetRatings takes in one call 500 at a time (arena, pairing).
+        client = RatingsClient(channel, timeout=10.0)
+        crowd = [f"crowd-{i}" for i in range(2 * GET_RATINGS_MAX_PLAYERS + 1)]
+        assert await client.ratings(crowd, "international", BLITZ) == dict.fromkeys(crowd, DEFAULT_RATING)
+        assert await client.rating(f"nobody-{uuid.uuid4().hex}", "international", BLITZ) == DEFAULT_RATING
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{free_port()}") as nowhere:
+        with pytest.raises(Unavailable, match="rating service"):
+            await RatingsClient(nowhere, timeout=2.0).ratings(["a"], "international", BLITZ)
+
 
 async def test_a_sigkilled_service_applies_every_game_exactly_once(start_system, infra_env) -> None:
     bootstrap = infra_env["KAFKA_BOOTSTRAP_SERVERS"]
@@ -472,12 +476,8 @@ async def test_a_sigkilled_service_applies_every_game_exactly_once(start_system,
         players = sorted({p for g in games for p in (g.white_id, g.black_id)})
         await publish(bootstrap, arrival[:2000])
         # Kill as soon as the first ratings are in: batches are being applied and committed.
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            answers = await all_ratings(stub, players, "russian", BLITZ)
-            if sum(a.rating.games for a in answers.values()) > 0:
-                break
-            await asyncio.sleep(0.02)
+        answers = await eventually(lambda: all_ratings(stub, players, "russian", BLITZ), "the first ratings in",
+                                   every=0.02, until=lambda answers: sum(a.rating.games for a in answers.values()) > 0)
         stack.kill_service("rating")
         rated_at_kill = sum(a.rating.games for a in answers.values()) // 2
     # Meanwhile the play site goes on: the rest, and the first part again.

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from arbiter.cli.commands import tripleblock
+from arbiter_tools.cli.commands import tripleblock
 
 
 def run(argv: list[str]) -> int:

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arbiter.clocks import ClockError, FischerClock, Side, SideClock, TimeControlError, boosted_time_control
+from arbiter.clocks import ClockError, FischerClock, SideClock, TimeControlError, boosted_time_control
+from arbiter.vocabulary import Side
 
 W, B = Side.WHITE, Side.BLACK
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 import random
 
-from arbiter.clocks import Side
+from arbiter.vocabulary import Side
 from services.clock import operations as ops
-from services.clock.model import GameMeta, GameRecord, Kind
+from services.clock.clocked_game import ClockedGame, GameMeta, Kind
 
 
 def metas(seed: int, count: int) -> list[GameMeta]:
@@ -32,9 +32,9 @@ def metas(seed: int, count: int) -> list[GameMeta]:
 def test_a_first_meta_taken_whole_equals_the_field_by_field_merge() -> None:
     taken_whole = 0
     for incoming in metas(7, 3000):
-        record = GameRecord("g")
+        record = ClockedGame("g")
         ops.merge_meta(record, incoming)
-        reference = GameRecord("g")
+        reference = ClockedGame("g")
         ops._merge_fields(reference, reference.meta, incoming)
         assert record.meta == reference.meta, incoming
         taken_whole += record.meta is incoming
@@ -42,11 +42,11 @@ def test_a_first_meta_taken_whole_equals_the_field_by_field_merge() -> None:
 
 
 def test_a_second_meta_fills_only_what_is_missing() -> None:
-    for first, second in itertools.islice(zip(metas(1, 500), metas(2, 500)), 500):
-        record = GameRecord("g")
+    for first, second in itertools.islice(zip(metas(1, 500), metas(2, 500), strict=True), 500):
+        record = ClockedGame("g")
         ops.merge_meta(record, first)
         ops.merge_meta(record, second)
-        reference = GameRecord("g")
+        reference = ClockedGame("g")
         ops._merge_fields(reference, reference.meta, first)
         ops._merge_fields(reference, reference.meta, second)
         assert record.meta == reference.meta

@@ -1,4 +1,4 @@
-"""Triple Block (TB-1..TB-7) with the seed's own cases, and the TB-5 schedules."""
+"""Triple Block (TB-1..TB-9) with the seed's own cases, and the TB-5 schedules."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from arbiter.clocks import (
     ClockError,
     RefuelError,
     ScheduleError,
-    Side,
     TimeControlError,
     TripleBlockClock,
     TripleBlockState,
@@ -23,6 +22,7 @@ from arbiter.clocks import (
     schedule_for,
     schedule_table,
 )
+from arbiter.vocabulary import Side
 
 W, B = Side.WHITE, Side.BLACK
 HOUR = 3_600
@@ -413,3 +413,46 @@ def test_schedule_new_clock() -> None:
     assert clock.white.increment_s == 5 * DAY_S
     assert clock.black.bank_s == 50 * DAY_S
     assert clock.white.guaranteed_time
+
+
+# TB-8 ---------------------------------------------------------------------------------------
+
+
+def test_tb8_the_end_date_adjudicates_nothing() -> None:
+    schedule = schedule_for(365, date(2026, 1, 1))
+    clock = schedule.new_clock(guaranteed_time=True).start(0)
+    end_s = (schedule.end - schedule.start).days * DAY_S
+    # Both players keep moving, two days a move, past the end date (Guaranteed Time lets them):
+    # nothing flags a game that still has time on its clock.
+    now = 0
+    while now <= end_s + 10 * DAY_S:
+        now += 2 * DAY_S
+        clock = clock.after_move(clock.to_move, now)
+    assert now > end_s
+    assert not clock.is_flagged(now)
+    assert clock.flag_deadline() == now + clock.side(clock.to_move).clock_s
+
+
+# TB-9 ---------------------------------------------------------------------------------------
+
+
+def test_tb9_captain_refuels_a_member_being_replaced() -> None:
+    clock = game(bank_days=75, at=0).captain_refuel(W, 40 * DAY_S, member_being_replaced=True)
+    assert clock.white.clock_s == CLOCK_CAP_S
+    assert clock.white.bank_s == 35 * DAY_S
+    assert clock.flag_deadline() == 90 * DAY_S
+
+
+def test_tb9_captain_cannot_refuel_a_member_who_is_not_being_replaced() -> None:
+    start = game(bank_days=75, at=0)
+    with pytest.raises(RefuelError, match="being replaced"):
+        start.captain_refuel(W, 40 * DAY_S, member_being_replaced=False)
+
+
+def test_tb9_captain_refuel_keeps_the_manual_refuel_limits() -> None:
+    with pytest.raises(RefuelError, match="own turn"):
+        game().captain_refuel(B, DAY_S, member_being_replaced=True)
+    with pytest.raises(RefuelError, match="above"):
+        game(bank_days=75, at=0).captain_refuel(W, DAY_S, member_being_replaced=True, amount_s=2 * DAY_S)
+    with pytest.raises(RefuelError, match="shows zero"):
+        game(at=0).captain_refuel(W, 50 * DAY_S, member_being_replaced=True)

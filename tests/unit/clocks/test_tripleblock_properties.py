@@ -11,10 +11,10 @@ from arbiter.clocks import (
     GUARANTEED_TIME_S,
     ClockError,
     RefuelError,
-    Side,
     TripleBlockClock,
     TripleBlockState,
 )
+from arbiter.vocabulary import Side
 
 
 def blocks(min_clock_s: int = 0) -> st.SearchStrategy[TripleBlockState]:

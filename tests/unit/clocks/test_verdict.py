@@ -11,13 +11,11 @@ from arbiter.clocks import (
     DAY_S,
     RECONNECT_WINDOW_MS,
     FischerClock,
-    Outcome,
     Presence,
-    Side,
-    Termination,
     TripleBlockClock,
     TripleBlockState,
     Verdict,
+    VerdictKind,
     decide,
     disconnect_deadline_ms,
     effective_ms,
@@ -25,6 +23,7 @@ from arbiter.clocks import (
     next_deadline_ms,
 )
 from arbiter.clocks.verdict import clock_instant, flag_deadline_ms, flagged_side, instant_ms, switched_at_ms
+from arbiter.vocabulary import Side, Termination
 
 W, B = Side.WHITE, Side.BLACK
 HERE = Presence(seen=True)
@@ -147,7 +146,7 @@ def test_next_deadline_is_the_earliest_of_the_flag_and_the_drops() -> None:
 def test_nothing_is_due_before_a_deadline_and_the_flag_falls_exactly_at_it() -> None:
     clock = played(live(), 1_000, 2_000)
     assert decide(clock, 60_999, HERE, HERE) is None
-    assert decide(clock, 61_000, HERE, HERE) == Verdict(Outcome.FLAGGED, W, Termination.TIME, False, 61_000)
+    assert decide(clock, 61_000, HERE, HERE) == Verdict(VerdictKind.FLAGGED, W, Termination.TIME, False, 61_000)
 
 
 def test_the_verdict_is_dated_at_the_deadline_not_when_it_was_looked_at() -> None:
@@ -157,33 +156,35 @@ def test_the_verdict_is_dated_at_the_deadline_not_when_it_was_looked_at() -> Non
 
 def test_t19_both_absent_when_the_first_mover_flags_and_the_second_never_connected() -> None:
     verdict = decide(live(), 60_000)
-    assert verdict == Verdict(Outcome.ABANDONED, None, Termination.BOTH_ABSENT, True, 60_000)
+    assert verdict == Verdict(VerdictKind.ABANDONED, None, Termination.BOTH_ABSENT, True, 60_000)
     assert decide(live(), 60_000, HERE, Presence()) == verdict, "the first mover's presence does not matter"
 
 
 def test_t16_a_second_mover_who_connected_wins_against_a_first_mover_who_never_sat() -> None:
     verdict = decide(live(), 60_000, Presence(), HERE)
-    assert verdict == Verdict(Outcome.FLAGGED, W, Termination.NEVER_SAT, True, 60_000)  # R-3: unrated
+    assert verdict == Verdict(VerdictKind.FLAGGED, W, Termination.NEVER_SAT, True, 60_000)  # R-3: unrated
     # Connected then dropped still counts as connected (T-17: before a move only the clock decides).
     assert decide(live(), 60_000, Presence(), away(100)) == verdict
 
 
 def test_black_moves_first_in_some_variants_and_the_rules_follow_the_side_to_move() -> None:
     clock = live(first=B)
-    assert decide(clock, 60_000, HERE, Presence()) == Verdict(Outcome.FLAGGED, B, Termination.NEVER_SAT, True, 60_000)
-    assert decide(clock, 60_000) == Verdict(Outcome.ABANDONED, None, Termination.BOTH_ABSENT, True, 60_000)
+    assert decide(clock, 60_000, HERE, Presence()) == Verdict(
+        VerdictKind.FLAGGED, B, Termination.NEVER_SAT, True, 60_000
+    )
+    assert decide(clock, 60_000) == Verdict(VerdictKind.ABANDONED, None, Termination.BOTH_ABSENT, True, 60_000)
 
 
 def test_a_second_mover_who_never_moves_loses_never_sat_even_if_never_seen() -> None:
     clock = played(live(), 1_000)  # black to move from 1 s
     verdict = decide(clock, 61_000)
-    assert verdict == Verdict(Outcome.FLAGGED, B, Termination.NEVER_SAT, True, 61_000)
+    assert verdict == Verdict(VerdictKind.FLAGGED, B, Termination.NEVER_SAT, True, 61_000)
 
 
 def test_a_player_who_sat_loses_on_time_and_the_game_stays_rated() -> None:
     clock = played(live(), 1_000, 2_000, 3_000)  # black to move from 3 s with 59 s left
     verdict = decide(clock, 62_000, HERE, HERE)
-    assert verdict == Verdict(Outcome.FLAGGED, B, Termination.TIME, False, 62_000)
+    assert verdict == Verdict(VerdictKind.FLAGGED, B, Termination.TIME, False, 62_000)
 
 
 def test_a_stopped_clock_decides_nothing() -> None:
@@ -198,7 +199,7 @@ def test_t17_back_within_thirty_seconds_or_lost_by_disconnection() -> None:
     clock = played(live(), 1_000)  # white sat, black to move until 61 s
     assert decide(clock, 31_999, away(2_000), HERE) is None
     verdict = decide(clock, 32_000, away(2_000), HERE)
-    assert verdict == Verdict(Outcome.FLAGGED, W, Termination.DISCONNECTION, False, 32_000)
+    assert verdict == Verdict(VerdictKind.FLAGGED, W, Termination.DISCONNECTION, False, 32_000)
 
 
 def test_a_drop_before_the_first_move_never_loses_by_disconnection() -> None:
@@ -211,9 +212,9 @@ def test_a_drop_before_the_first_move_never_loses_by_disconnection() -> None:
 def test_the_earliest_deadline_decides() -> None:
     clock = played(live(), 1_000, 2_000)  # white to move, flags at 61 s
     drop_first = decide(clock, 90_000, HERE, away(10_000))
-    assert drop_first == Verdict(Outcome.FLAGGED, B, Termination.DISCONNECTION, False, 40_000)
+    assert drop_first == Verdict(VerdictKind.FLAGGED, B, Termination.DISCONNECTION, False, 40_000)
     flag_first = decide(clock, 120_000, HERE, away(40_000))
-    assert flag_first == Verdict(Outcome.FLAGGED, W, Termination.TIME, False, 61_000)
+    assert flag_first == Verdict(VerdictKind.FLAGGED, W, Termination.TIME, False, 61_000)
     both_dropped = decide(clock, 90_000, away(5_000), away(4_000))
     assert both_dropped is not None and both_dropped.loser is B and both_dropped.at_ms == 34_000
 
@@ -221,7 +222,7 @@ def test_the_earliest_deadline_decides() -> None:
 def test_at_the_same_instant_the_flag_comes_before_the_drop() -> None:
     clock = played(live(), 1_000)  # black to move, flags at 61 s; white sat
     verdict = decide(clock, 61_000, away(31_000), HERE)  # white's 30 s also end at 61 s
-    assert verdict == Verdict(Outcome.FLAGGED, B, Termination.NEVER_SAT, True, 61_000)
+    assert verdict == Verdict(VerdictKind.FLAGGED, B, Termination.NEVER_SAT, True, 61_000)
 
 
 def test_two_drops_at_the_same_instant_white_first() -> None:
@@ -238,14 +239,14 @@ def test_tb4_a_correspondence_clock_at_zero_loses_on_time_in_whole_seconds() -> 
     deadline_s = 200 + tb.white.clock_s
     assert decide(tb, deadline_s * 1000 - 1, HERE, HERE) is None
     verdict = decide(tb, deadline_s * 1000 + 999, away(0), away(0))
-    assert verdict == Verdict(Outcome.FLAGGED, W, Termination.TIME, False, deadline_s * 1000)
+    assert verdict == Verdict(VerdictKind.FLAGGED, W, Termination.TIME, False, deadline_s * 1000)
 
 
 def test_tb4_a_correspondence_player_who_never_moved_loses_on_time_whoever_connected() -> None:
     # T-19's "both absent" is a round game's rule: a correspondence opponent cannot move before the
     # first mover and need not connect, so the empty clock loses (TB-4), unrated (R-3).
     tb = correspondence()
-    lost = Verdict(Outcome.FLAGGED, W, Termination.NEVER_SAT, True, CLOCK_CAP_S * 1000)
+    lost = Verdict(VerdictKind.FLAGGED, W, Termination.NEVER_SAT, True, CLOCK_CAP_S * 1000)
     assert decide(tb, CLOCK_CAP_S * 1000) == lost
     assert decide(tb, CLOCK_CAP_S * 1000, Presence(), HERE) == lost
     assert decide(tb, CLOCK_CAP_S * 1000, HERE, Presence()) == lost
@@ -255,7 +256,7 @@ def test_t19_still_abandons_a_live_game_neither_player_came_to() -> None:
     clock = live()
     deadline = flag_deadline_ms(clock)
     assert deadline is not None
-    assert decide(clock, deadline) == Verdict(Outcome.ABANDONED, None, Termination.BOTH_ABSENT, True, deadline)
+    assert decide(clock, deadline) == Verdict(VerdictKind.ABANDONED, None, Termination.BOTH_ABSENT, True, deadline)
 
 
 def test_tb7_a_rejected_appeal_can_empty_the_clock_of_the_side_not_to_move() -> None:
@@ -266,7 +267,7 @@ def test_tb7_a_rejected_appeal_can_empty_the_clock_of_the_side_not_to_move() -> 
     charged = tb.file_appeal(W, 10).resolve_claim(200, upheld=False)  # white charged 190 s of 100
     assert flagged_side(charged, 200_000) is W
     # It lost when the clocks restarted, whenever the deadline is looked at.
-    assert decide(charged, 200_500, HERE, HERE) == Verdict(Outcome.FLAGGED, W, Termination.TIME, False, 200_000)
+    assert decide(charged, 200_500, HERE, HERE) == Verdict(VerdictKind.FLAGGED, W, Termination.TIME, False, 200_000)
     # Due when the clocks restart, not when black's full clock would run out (TB-4).
     assert flag_deadline_ms(charged) == 200_000
     assert next_deadline_ms(charged) == 200_000
@@ -274,14 +275,17 @@ def test_tb7_a_rejected_appeal_can_empty_the_clock_of_the_side_not_to_move() -> 
     black_out_ms = (200 + CLOCK_CAP_S) * 1000
     assert flagged_side(charged, black_out_ms) is W
     assert decide(charged, black_out_ms, HERE, HERE) == Verdict(
-        Outcome.FLAGGED, W, Termination.TIME, False, 200_000)
+        VerdictKind.FLAGGED, W, Termination.TIME, False, 200_000)
 
 
-def test_termination_values_are_the_contracts() -> None:
+def test_every_termination_is_one_of_the_contracts_and_back() -> None:
     from arbiter.contracts import common_pb2 as common
+    from arbiter.kit.convert import TERMINATION, TERMINATION_TO_PROTO
 
     for termination in Termination:
-        assert common.Termination.Value(f"TERMINATION_{termination.name}") == termination
+        assert TERMINATION_TO_PROTO[termination] == common.Termination.Value(f"TERMINATION_{termination.name}")
+    assert set(TERMINATION) == set(common.Termination.values()) - {common.TERMINATION_UNSPECIFIED}
+    assert {TERMINATION[TERMINATION_TO_PROTO[t]] for t in Termination} == set(Termination)
 
 
 # -- properties -------------------------------------------------------------------------------------
@@ -326,7 +330,7 @@ def test_verdicts_follow_r3_t17_t19(clock: FischerClock, white: Presence, black:
     verdict = decide(clock, (clock.running_since_ms or 0) + later_ms, white, black)
     if verdict is None:
         return
-    if verdict.outcome is Outcome.ABANDONED:
+    if verdict.kind is VerdictKind.ABANDONED:
         # T-19: nobody moved, and the player who was not to move never showed up.
         assert verdict.loser is None and verdict.reason is Termination.BOTH_ABSENT and verdict.loser_never_sat
         assert not has_sat(clock, W) and not has_sat(clock, B)

@@ -15,12 +15,13 @@ from arbiter.competition.arena import (
     ArenaError,
     ArenaGame,
     ArenaPairing,
-    ArenaResult,
+    Meetings,
     WaitingPlayer,
     assign_colours,
-    cooldown_pairs,
+    cooldowns,
     match_waiting,
     may_meet_again,
+    meetings,
     next_allowed_meeting,
     rematch_cooldown,
 )
@@ -36,7 +37,7 @@ from arbiter.competition.arena_matching import (
     WAIT_WEIGHT,
     _augment_all,
 )
-from arbiter.competition.types import Side
+from arbiter.vocabulary import GameResult, Side
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 W, B = Side.WHITE, Side.BLACK
@@ -116,34 +117,38 @@ def test_may_meet_again_from_the_exact_end_of_the_cooldown() -> None:
     assert may_meet_again(0, NOW, NOW)
 
 
-def test_cooldown_pairs_rebuilt_from_recorded_games() -> None:
+def test_cooldowns_rebuilt_from_recorded_games() -> None:
     def ended(minutes_ago: int) -> datetime:
         return NOW - timedelta(minutes=minutes_ago)
 
     games = [
         # a-b met twice, last 9 minutes ago: 10 minutes of cooldown, still on.
-        ArenaGame("a", "b", ArenaResult.WHITE_WON, ended_at=ended(30)),
-        ArenaGame("b", "a", ArenaResult.DRAW, ended_at=ended(9)),
+        ArenaGame("a", "b", GameResult.WHITE_WINS, ended_at=ended(30)),
+        ArenaGame("b", "a", GameResult.DRAW, ended_at=ended(9)),
         # c-d met once 5 minutes ago: the cooldown just ended.
-        ArenaGame("c", "d", ArenaResult.BLACK_WON, ended_at=ended(5)),
+        ArenaGame("c", "d", GameResult.BLACK_WINS, ended_at=ended(5)),
         # e-f met once 4 minutes ago, one side never sat: still a meeting.
-        ArenaGame("e", "f", ArenaResult.WHITE_WON, ended_at=ended(4)),
+        ArenaGame("e", "f", GameResult.WHITE_WINS, ended_at=ended(4)),
         # a-c met three times, the last 12 minutes ago (listed out of order): 15 minutes.
-        ArenaGame("a", "c", ArenaResult.DRAW, ended_at=ended(12)),
-        ArenaGame("a", "c", ArenaResult.DRAW, ended_at=ended(40)),
-        ArenaGame("c", "a", ArenaResult.DRAW, ended_at=ended(20)),
+        ArenaGame("a", "c", GameResult.DRAW, ended_at=ended(12)),
+        ArenaGame("a", "c", GameResult.DRAW, ended_at=ended(40)),
+        ArenaGame("c", "a", GameResult.DRAW, ended_at=ended(20)),
     ]
-    assert cooldown_pairs(games, NOW) == {pair("a", "b"), pair("e", "f"), pair("a", "c")}
+    assert cooldowns(games, NOW) == {
+        pair("a", "b"): NOW + timedelta(minutes=1), pair("e", "f"): NOW + timedelta(minutes=1),
+        pair("a", "c"): NOW + timedelta(minutes=3),
+    }
     all_three = {pair("a", "b"), pair("e", "f"), pair("a", "c")}
-    assert cooldown_pairs(games, NOW + timedelta(seconds=59)) == all_three
-    assert cooldown_pairs(games, NOW + timedelta(minutes=1)) == {pair("a", "c")}
-    assert cooldown_pairs(games, NOW + timedelta(minutes=3)) == frozenset()
-    assert cooldown_pairs([], NOW) == frozenset()
+    assert set(cooldowns(games, NOW + timedelta(seconds=59))) == all_three
+    assert set(cooldowns(games, NOW + timedelta(minutes=1))) == {pair("a", "c")}
+    assert cooldowns(games, NOW + timedelta(minutes=3)) == {}
+    assert cooldowns([], NOW) == {}
+    assert meetings(games)[pair("a", "c")] == Meetings(3, ended(12))
 
 
-def test_cooldown_pairs_need_end_times() -> None:
+def test_meetings_need_end_times() -> None:
     with pytest.raises(ArenaError, match="no end time"):
-        cooldown_pairs([ArenaGame("a", "b", ArenaResult.DRAW)], NOW)
+        meetings([ArenaGame("a", "b", GameResult.DRAW)])
 
 
 # --- Colours ------------------------------------------------------------------------------------

@@ -14,9 +14,6 @@ from arbiter.competition.arena import (
     ArenaError,
     ArenaGame,
     ArenaPlayerRecord,
-    ArenaResult,
-    LeaderboardRow,
-    Outcome,
     game_points,
     leaderboard_points_and_wins,
     leaderboard_score,
@@ -24,10 +21,10 @@ from arbiter.competition.arena import (
     recompute_records,
     score_game,
 )
-from arbiter.competition.types import Side
+from arbiter.vocabulary import GameResult, Score, Side
 
 # Sequence notation: W/D/L for a game, lower case for a boosted one ("WWw").
-_OUTCOME = {"W": Outcome.WIN, "D": Outcome.DRAW, "L": Outcome.LOSS}
+_OUTCOME = {"W": Score.WIN, "D": Score.DRAW, "L": Score.LOSS}
 
 
 def play(sequence: str) -> tuple[list[int], ArenaPlayerRecord]:
@@ -42,7 +39,7 @@ def play(sequence: str) -> tuple[list[int], ArenaPlayerRecord]:
 
 def game(white: str, black: str, result: str, boosted: str = "") -> ArenaGame:
     """A finished game; `boosted` holds "w", "b" or both for the sides that boosted."""
-    return ArenaGame(white, black, ArenaResult(result), "w" in boosted, "b" in boosted)
+    return ArenaGame(white, black, GameResult.from_pdn(result), "w" in boosted, "b" in boosted)
 
 
 # --- AR-4 / AR-5: one game at a time -------------------------------------------------------------
@@ -103,24 +100,24 @@ def test_record_after_a_sequence(sequence: str, record: ArenaPlayerRecord) -> No
 @pytest.mark.parametrize(
     ("outcome", "streak", "plain", "boosted"),
     [
-        (Outcome.WIN, 0, 2, 4),
-        (Outcome.WIN, 1, 2, 4),
-        (Outcome.WIN, 2, 3, 6),
-        (Outcome.WIN, 50, 3, 6),
-        (Outcome.DRAW, 0, 1, 1),
-        (Outcome.DRAW, 5, 1, 1),
-        (Outcome.LOSS, 0, 0, 0),
-        (Outcome.LOSS, 5, 0, 0),
+        (Score.WIN, 0, 2, 4),
+        (Score.WIN, 1, 2, 4),
+        (Score.WIN, 2, 3, 6),
+        (Score.WIN, 50, 3, 6),
+        (Score.DRAW, 0, 1, 1),
+        (Score.DRAW, 5, 1, 1),
+        (Score.LOSS, 0, 0, 0),
+        (Score.LOSS, 5, 0, 0),
     ],
 )
-def test_game_points_table(outcome: Outcome, streak: int, plain: int, boosted: int) -> None:
+def test_game_points_table(outcome: Score, streak: int, plain: int, boosted: int) -> None:
     assert game_points(outcome, streak) == plain
     assert game_points(outcome, streak, boosted=True) == boosted
 
 
 def test_negative_streak_is_refused() -> None:
     with pytest.raises(ArenaError, match="negative"):
-        game_points(Outcome.WIN, -1)
+        game_points(Score.WIN, -1)
 
 
 def test_on_streak_from_two_wins() -> None:
@@ -216,15 +213,15 @@ def test_leaderboard_score_orders_by_points_then_wins(p1: int, w1: int, p2: int,
 # --- The recomputed leaderboard -----------------------------------------------------------------
 
 
-def test_outcome_for_each_side() -> None:
+def test_score_of_each_side() -> None:
     table = {
-        ArenaResult.WHITE_WON: (Outcome.WIN, Outcome.LOSS),
-        ArenaResult.BLACK_WON: (Outcome.LOSS, Outcome.WIN),
-        ArenaResult.DRAW: (Outcome.DRAW, Outcome.DRAW),
-        ArenaResult.BOTH_LOST: (Outcome.LOSS, Outcome.LOSS),
+        GameResult.WHITE_WINS: (Score.WIN, Score.LOSS),
+        GameResult.BLACK_WINS: (Score.LOSS, Score.WIN),
+        GameResult.DRAW: (Score.DRAW, Score.DRAW),
+        GameResult.BOTH_LOSE: (Score.LOSS, Score.LOSS),
     }
     for result, (white, black) in table.items():
-        assert (result.outcome_for(Side.WHITE), result.outcome_for(Side.BLACK)) == (white, black)
+        assert (result.score_of(Side.WHITE), result.score_of(Side.BLACK)) == (white, black)
 
 
 def test_recompute_leaderboard_example() -> None:
@@ -288,7 +285,7 @@ def test_a_player_cannot_meet_themselves() -> None:
         game("a", "a", "1-0")
 
 
-_result = st.sampled_from(list(ArenaResult))
+_result = st.sampled_from(list(GameResult))
 
 
 @given(
@@ -300,7 +297,7 @@ _result = st.sampled_from(list(ArenaResult))
     )
 )
 def test_recomputed_leaderboard_agrees_with_live_scoring(
-    raw: list[tuple[int, int, ArenaResult, bool, bool]],
+    raw: list[tuple[int, int, GameResult, bool, bool]],
 ) -> None:
     games = [ArenaGame(f"p{w}", f"p{b}", result, wb, bb) for w, b, result, wb, bb in raw]
     # The live path: score_game per side as each game finishes.
@@ -310,7 +307,7 @@ def test_recomputed_leaderboard_agrees_with_live_scoring(
             (Side.WHITE, g.white, g.white_boosted),
             (Side.BLACK, g.black, g.black_boosted),
         ):
-            outcome = g.result.outcome_for(side)
+            outcome = g.result.score_of(side)
             _, live[player] = score_game(live.get(player, ArenaPlayerRecord()), outcome, boosted)
     rows = recompute_leaderboard(games)
     assert {r.player_id: (r.points, r.wins, r.games, r.streak) for r in rows} == {
@@ -319,5 +316,5 @@ def test_recomputed_leaderboard_agrees_with_live_scoring(
     # Ordered by the AR-6 key, with a rank equal to 1 + the number strictly better.
     keys = [leaderboard_score(r.points, r.wins) for r in rows]
     assert keys == sorted(keys, reverse=True)
-    for row, key in zip(rows, keys):
+    for row, key in zip(rows, keys, strict=True):
         assert row.rank == 1 + sum(other > key for other in keys)

@@ -206,7 +206,7 @@ def test_double_plays_each_pairing_twice_in_the_same_round_with_colours_reversed
         for first, second in zip(games[::2], games[1::2], strict=True):
             assert second == Board(first.black, first.white)
     # Every entrant has exactly as many Whites as Blacks over the double round robin.
-    whites = {p: 0 for p in range(1, entrants + 1)}
+    whites = dict.fromkeys(range(1, entrants + 1), 0)
     blacks = dict(whites)
     for r in berger_table(entrants):
         for g in r.games(2):

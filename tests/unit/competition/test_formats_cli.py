@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from arbiter.cli.main import main
+from arbiter_tools.cli.main import main
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

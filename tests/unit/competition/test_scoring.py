@@ -6,15 +6,8 @@ import itertools
 
 import pytest
 
-from arbiter.competition.scoring import (
-    GameScore,
-    ResultKind,
-    ScoringError,
-    Side,
-    bye_points,
-    is_valid_score,
-    score_game,
-)
+from arbiter.competition.scoring import GameScore, ScoringError, bye_points, is_valid_score, score_game
+from arbiter.vocabulary import ResultKind, Side
 
 W, B = Side.WHITE, Side.BLACK
 

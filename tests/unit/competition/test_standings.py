@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from arbiter.competition.records import Bye, Entrant, PlayedGame
+from arbiter.competition.scoring import score_game
 from arbiter.competition.standings import (
     ROUND_ROBIN_ORDER,
     SWISS_ORDER,
-    Bye,
-    Entrant,
-    GameRecord,
     StandingRow,
     StandingsError,
     TieBreak,
@@ -22,17 +22,17 @@ from arbiter.competition.standings import (
     separating_criterion,
     why_above,
 )
-from arbiter.competition.scoring import score_game
-from arbiter.competition.types import Format, ResultKind, Side
+from arbiter.competition.types import Format
+from arbiter.vocabulary import ResultKind, Side
 
 SWISS, RR = Format.SWISS, Format.ROUND_ROBIN
 K = ResultKind
 
 
-def g(rnd: int, white: str, black: str, score: str, kind: ResultKind = K.NORMAL) -> GameRecord:
+def g(rnd: int, white: str, black: str, score: str, kind: ResultKind = K.NORMAL) -> PlayedGame[str]:
     """`g(1, "a", "b", "2-0")`: one game, points as White-Black."""
     white_points, black_points = (int(x) for x in score.split("-"))
-    return GameRecord(rnd, white, black, white_points, black_points, kind)
+    return PlayedGame(rnd, white, black, white_points, black_points, kind)
 
 
 def swiss_entrants(names: str) -> list[Entrant]:
@@ -180,7 +180,9 @@ def test_swiss_absence_kinds_in_tie_breaks() -> None:
 
 
 def test_t13_initial_rank_orders_a_field_with_no_games() -> None:
-    rows = compute_standings(SWISS, [Entrant("z", 2), Entrant("y", 1), Entrant("x", 3)], [])
+    rows = compute_standings(
+        SWISS, [Entrant("z", initial_rank=2), Entrant("y", initial_rank=1), Entrant("x", initial_rank=3)], []
+    )
     assert [(r.rank, r.entrant, r.tie_break_used) for r in rows] == [
         (1, "y", None), (2, "z", TieBreak.INITIAL_RANK), (3, "x", TieBreak.INITIAL_RANK)
     ]  # fmt: skip
@@ -188,7 +190,7 @@ def test_t13_initial_rank_orders_a_field_with_no_games() -> None:
 
 def test_records_from_scored_games() -> None:
     score = score_game(K.BUSY_FORFEIT, Side.BLACK)
-    assert GameRecord.scored(3, "a", "b", score) == GameRecord(3, "a", "b", 0, 2, K.BUSY_FORFEIT)
+    assert PlayedGame.scored(3, "a", "b", score) == PlayedGame(3, "a", "b", 0, 2, K.BUSY_FORFEIT)
 
 
 def test_buchholz_cut1() -> None:
@@ -200,7 +202,7 @@ def test_buchholz_cut1() -> None:
 # ------------------------------------------------------------ round robin (T-22)
 
 
-def four_player_double() -> list[GameRecord]:
+def four_player_double() -> list[PlayedGame[str]]:
     """A T-10 double round robin on the Berger table for 4."""
     return [
         g(1, "p1", "p4", "2-0"), g(1, "p4", "p1", "1-1"), g(1, "p2", "p3", "1-1"), g(1, "p3", "p2", "1-1"),
@@ -331,9 +333,9 @@ def test_swiss_why_above_sb_half_points() -> None:
 @pytest.mark.parametrize(
     ("fmt", "entrants", "games", "byes", "message"),
     [
-        (SWISS, [Entrant("a", 1), Entrant("a", 2)], [], [], "appears twice"),
-        (SWISS, [Entrant("a", 1), Entrant("b")], [], [], "b: no initial rank"),
-        (SWISS, [Entrant("a", 1), Entrant("b", 1)], [], [], "the same initial rank"),
+        (SWISS, [Entrant("a", initial_rank=1), Entrant("a", initial_rank=2)], [], [], "appears twice"),
+        (SWISS, [Entrant("a", initial_rank=1), Entrant("b")], [], [], "b: no initial rank"),
+        (SWISS, [Entrant("a", initial_rank=1), Entrant("b", initial_rank=1)], [], [], "the same initial rank"),
         (RR, [Entrant("a", berger_number=1), Entrant("b")], [], [], "no Berger number"),
         (SWISS, swiss_entrants("ab"), [g(1, "a", "x", "2-0")], [], "x is not an entrant"),
         (SWISS, swiss_entrants("ab"), [g(1, "a", "a", "2-0")], [], "play themselves"),
@@ -350,7 +352,7 @@ def test_swiss_why_above_sb_half_points() -> None:
     ],
 )
 def test_impossible_input_is_refused(
-    fmt: Format, entrants: list[Entrant], games: list[GameRecord], byes: list[Bye], message: str
+    fmt: Format, entrants: list[Entrant], games: list[PlayedGame[str]], byes: list[Bye[str]], message: str
 ) -> None:
     with pytest.raises(StandingsError, match=message):
         compute_standings(fmt, entrants, games, byes)
@@ -360,7 +362,7 @@ def test_impossible_input_is_refused(
 
 
 @st.composite
-def tournaments(draw: st.DrawFn) -> tuple[Format, list[Entrant], list[GameRecord], list[Bye]]:
+def tournaments(draw: st.DrawFn) -> tuple[Format, list[Entrant], list[PlayedGame[str]], list[Bye[str]]]:
     """Random complete tournaments: random pairings each round, random results of every kind."""
     fmt = draw(st.sampled_from(Format))
     n = draw(st.integers(2, 9))
@@ -392,12 +394,12 @@ def tournaments(draw: st.DrawFn) -> tuple[Format, list[Entrant], list[GameRecord
 
 @given(tournaments(), st.randoms(use_true_random=False))
 def test_standings_properties(
-    case: tuple[Format, list[Entrant], list[GameRecord], list[Bye]], rnd: random.Random
+    case: tuple[Format, list[Entrant], list[PlayedGame[str]], list[Bye[str]]], rnd: random.Random
 ) -> None:
     fmt, entrants, games, byes = case
     rows = compute_standings(fmt, entrants, games, byes)
     assert [r.rank for r in rows] == list(range(1, len(entrants) + 1))
-    assert sorted(r.entrant for r in rows) == sorted(e.id for e in entrants)
+    assert sorted(r.entrant for r in rows) == sorted(e.player for e in entrants)
     # Points: every game hands out its points, every bye its 2 or 4.
     assert sum(r.points for r in rows) == sum(x.white_points + x.black_points for x in games) + sum(
         b.points for b in byes
@@ -410,7 +412,7 @@ def test_standings_properties(
     # The order is the criteria order, and each tie-break names the first criterion that differs.
     order = SWISS_ORDER if fmt is Format.SWISS else ROUND_ROBIN_ORDER
     assert rows[0].tie_break_used is None
-    for upper, lower in zip(rows, rows[1:]):
+    for upper, lower in pairwise(rows):
         criterion = separating_criterion(fmt, upper, lower)
         assert lower.tie_break_used is criterion
         for earlier in order[: order.index(criterion)]:

@@ -8,22 +8,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arbiter.competition.standings import Bye
+from arbiter.competition.records import Bye, Entrant, PlayedGame
+from arbiter.competition.swiss import ENGINE
 from arbiter.competition.tournament_flow import (
-    Ending,
     FlowError,
     NextStep,
-    PlayedGame,
-    Seat,
-    Verdict,
+    OpenGame,
     busy_forfeit,
     check_live_time_control,
+    close_tournament,
     closing_deadline,
     closing_draw,
     decide_start,
     final_standings,
     game_id,
     initial_ranks,
+    may_close,
     meets_minimum_rating,
     next_step,
     pair_round,
@@ -32,21 +32,22 @@ from arbiter.competition.tournament_flow import (
     result_of_flag,
     round_bye_points,
 )
-from arbiter.competition.types import Format, ResultKind, Side
+from arbiter.competition.types import Format
+from arbiter.vocabulary import GameResult, ResultKind, Side, Termination
 
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 K = ResultKind
 
 
-def seats(n: int) -> list[Seat]:
+def seats(n: int) -> list[Entrant]:
     """n entrants p01.. with Berger number and initial rank equal to their index."""
-    return [Seat(f"p{i:02d}", i, i, 1500.0) for i in range(1, n + 1)]
+    return [Entrant(f"p{i:02d}", i, i, 1500.0) for i in range(1, n + 1)]
 
 
-def play(fmt: Format, entrants: list[Seat], rounds: int, per_pairing: int = 1) -> tuple[list, list, list]:
+def play(fmt: Format, entrants: list[Entrant], rounds: int, per_pairing: int = 1) -> tuple[list, list, list]:
     """Pair every round, White always winning; return draws, games and byes."""
-    history: list[PlayedGame] = []
-    byes: list[Bye] = []
+    history: list[PlayedGame[str]] = []
+    byes: list[Bye[str]] = []
     draws = []
     for number in range(1, rounds + 1):
         draw = pair_round(fmt, entrants, history, byes, number, rounds, per_pairing)
@@ -87,7 +88,7 @@ def test_a_swiss_first_round_pairs_by_the_exact_ratings() -> None:
     ratings = {"zed": 2000.4, "amy": 1999.6, "cal": 1900.0, "dan": 1800.0, "eli": 1700.0, "fay": 1600.0,
                "gus": 1500.0, "hal": 1400.0}
     ranks = initial_ranks(ratings)
-    entrants = [Seat(player, ranks[player], ranks[player], rating) for player, rating in ratings.items()]
+    entrants = [Entrant(player, ranks[player], ranks[player], rating) for player, rating in ratings.items()]
     draw = pair_round(Format.SWISS, entrants, [], [], 1, 5, 1)
     opponents = {frozenset((game.white, game.black)) for game in draw.games("t_x", 1)}
     assert frozenset(("zed", "eli")) in opponents and frozenset(("amy", "fay")) in opponents
@@ -103,7 +104,7 @@ def test_a_four_entrant_round_robin_is_played_home_and_away() -> None:
     for draw in draws:
         games = draw.games("t_x", 2)
         assert len(games) == 4
-        for first, second in zip(games[::2], games[1::2]):
+        for first, second in zip(games[::2], games[1::2], strict=True):
             assert (first.white, first.black) == (second.black, second.white) and (first.leg, second.leg) == (1, 2)
             assert first.board == second.board
     met = {frozenset((g.white, g.black)) for g in history}
@@ -124,7 +125,7 @@ def test_a_swiss_never_repeats_a_pairing_and_rests_each_at_most_once() -> None:
     met = [frozenset((g.white, g.black)) for g in history]
     assert len(met) == len(set(met))
     assert len({b.entrant for b in byes}) == 6
-    assert all(d.engine in ("py4swiss", "fallback") for d in draws)
+    assert all(d.engine == ENGINE for d in draws)
 
 
 def test_the_same_history_gives_the_same_draw() -> None:
@@ -142,27 +143,31 @@ def test_double_swiss_rounds_give_double_byes() -> None:
 
 def test_results_of_every_ending() -> None:
     """T-7, T-15..T-19, R-3."""
-    win = result_of_finish(Verdict.WHITE_WINS, Ending.PLAYED, white_sat=True, black_sat=True, tournament_rated=True)
+    win = result_of_finish(
+        GameResult.WHITE_WINS, Termination.NO_MOVES, white_sat=True, black_sat=True, tournament_rated=True
+    )
     assert (win.kind, win.score.white_points, win.score.black_points, win.score.rated) == (K.NORMAL, 2, 0, True)
-    draw = result_of_finish(Verdict.DRAW, Ending.PLAYED, white_sat=True, black_sat=True, tournament_rated=False)
+    draw = result_of_finish(
+        GameResult.DRAW, Termination.DRAW_AGREED, white_sat=True, black_sat=True, tournament_rated=False
+    )
     assert (draw.score.white_points, draw.score.black_points, draw.score.rated) == (1, 1, False)
     never = result_of_flag(Side.BLACK, loser_never_sat=True, tournament_rated=True)
-    assert (never.kind, never.verdict, never.score.rated) == (K.NEVER_SAT, Verdict.WHITE_WINS, False)
+    assert (never.kind, never.result, never.score.rated) == (K.NEVER_SAT, GameResult.WHITE_WINS, False)
     on_time = result_of_flag(Side.WHITE, loser_never_sat=False, tournament_rated=True)
-    assert (on_time.kind, on_time.verdict, on_time.score.rated) == (K.NORMAL, Verdict.BLACK_WINS, True)
+    assert (on_time.kind, on_time.result, on_time.score.rated) == (K.NORMAL, GameResult.BLACK_WINS, True)
     both = result_of_abandon(tournament_rated=True)
-    assert (both.kind, both.verdict, both.score.white_points, both.score.black_points) == (K.BOTH_ABSENT,
-                                                                                           Verdict.BOTH_LOSE, 0, 0)
-    relayed = result_of_finish(Verdict.BOTH_LOSE, Ending.BOTH_ABSENT, white_sat=False, black_sat=False,
+    assert (both.kind, both.result, both.score.white_points, both.score.black_points) == (K.BOTH_ABSENT,
+                                                                                           GameResult.BOTH_LOSE, 0, 0)
+    relayed = result_of_finish(GameResult.BOTH_LOSE, Termination.BOTH_ABSENT, white_sat=False, black_sat=False,
                                tournament_rated=True)
     assert relayed.kind is K.BOTH_ABSENT
     closed = closing_draw(white_sat=True, black_sat=True, tournament_rated=True)
-    assert (closed.kind, closed.score.white_points, closed.verdict) == (K.CLOSED_DRAW, 1, Verdict.DRAW)
+    assert (closed.kind, closed.score.white_points, closed.result) == (K.CLOSED_DRAW, 1, GameResult.DRAW)
     assert closed.score.rated
     with pytest.raises(ValueError):
-        result_of_finish(Verdict.DRAW, Ending.NEVER_SAT, white_sat=True, black_sat=False, tournament_rated=True)
+        result_of_finish(GameResult.DRAW, Termination.NEVER_SAT, white_sat=True, black_sat=False, tournament_rated=True)
     with pytest.raises(FlowError):
-        result_of_finish(Verdict.WHITE_WINS, Ending.BOTH_ABSENT, white_sat=False, black_sat=False,
+        result_of_finish(GameResult.WHITE_WINS, Termination.BOTH_ABSENT, white_sat=False, black_sat=False,
                          tournament_rated=True)
 
 
@@ -170,9 +175,9 @@ def test_busy_players_forfeit_and_both_busy_is_zero_zero() -> None:
     """T-18, T-19."""
     assert busy_forfeit(False, False, tournament_rated=True) is None
     white_busy = busy_forfeit(True, False, tournament_rated=True)
-    assert (white_busy.kind, white_busy.verdict, white_busy.score.rated) == (K.BUSY_FORFEIT, Verdict.BLACK_WINS,
+    assert (white_busy.kind, white_busy.result, white_busy.score.rated) == (K.BUSY_FORFEIT, GameResult.BLACK_WINS,
                                                                               False)
-    assert busy_forfeit(False, True, tournament_rated=True).verdict is Verdict.WHITE_WINS
+    assert busy_forfeit(False, True, tournament_rated=True).result is GameResult.WHITE_WINS
     both = busy_forfeit(True, True, tournament_rated=True)
     assert (both.kind, both.score.white_points, both.score.black_points) == (K.BOTH_ABSENT, 0, 0)
 
@@ -181,8 +186,9 @@ def test_busy_players_forfeit_and_both_busy_is_zero_zero() -> None:
 def test_a_closing_draw_where_someone_never_sat_is_unrated(white_sat: bool, black_sat: bool) -> None:
     """T-15 draws it (1-1 whoever sat); R-3: rated only if both made a move, as the play site's own close."""
     closed = closing_draw(white_sat=white_sat, black_sat=black_sat, tournament_rated=True)
-    reported = result_of_finish(Verdict.DRAW, Ending.CLOSED_AT_DEADLINE, white_sat=white_sat, black_sat=black_sat,
-                                tournament_rated=True)
+    reported = result_of_finish(
+        GameResult.DRAW, Termination.CLOSED_AT_DEADLINE, white_sat=white_sat, black_sat=black_sat, tournament_rated=True
+    )
     assert closed == reported
     assert (closed.kind, closed.score.white_points, closed.score.black_points) == (K.CLOSED_DRAW, 1, 1)
     assert not closed.score.rated
@@ -221,3 +227,34 @@ def test_round_robins_of_any_size_meet_everyone_once(n: int, double: bool) -> No
     assert len(history) == len(pairs) * plan.games_per_pairing
     rows = final_standings(plan.format, seats(n), history, byes)
     assert sum(r.points for r in rows) == 2 * len(history) + sum(b.points for b in byes)
+
+
+def test_a_tournament_with_open_games_closes_only_at_its_deadline() -> None:
+    """T-15: the announced end plus 10 minutes; with nothing open it closes at once."""
+    closes = NOW + timedelta(hours=2)
+    assert may_close(0, NOW, closes)
+    assert not may_close(3, closes + timedelta(minutes=9, seconds=59), closes)
+    assert may_close(3, closes + timedelta(minutes=10), closes)
+
+
+def test_the_close_draws_every_open_game_rated_only_where_both_sat() -> None:
+    """T-15, R-3: each open game a 1-1 draw, in the order given; the note says what the close did."""
+    games = [OpenGame("g1", True, True), OpenGame("g2", True, False)]
+    closing = close_tournament(games, 3, 5, tournament_rated=True)
+    assert [(game.game_id, scored.kind, scored.result, scored.score.rated) for game, scored in closing.draws] == [
+        ("g1", K.CLOSED_DRAW, GameResult.DRAW, True), ("g2", K.CLOSED_DRAW, GameResult.DRAW, False)]
+    assert closing.note == "closed at the announced end + 10 minutes; 2 open games scored as draws (T-15)"
+    one = close_tournament(games[:1], 3, 5, tournament_rated=False)
+    assert one.note.endswith("1 open game scored as draws (T-15)") and not one.draws[0][1].score.rated
+
+
+def test_a_close_between_rounds_plays_no_further_round_and_keeps_a_note_it_is_given() -> None:
+    """T-15: rounds not yet started are not played; T-13: a round that cannot be paired says so itself."""
+    assert close_tournament([], 2, 5, tournament_rated=True).note == (
+        "the announced duration ended after round 2 of 5; rounds not yet started are not played (T-15)")
+    assert close_tournament([], 5, 5, tournament_rated=True).note == ""
+    unpairable = "round 3 cannot be paired (T-13)"
+    assert close_tournament([], 2, 5, tournament_rated=True, note=unpairable).note == unpairable
+    assert (
+        close_tournament([OpenGame("g", True, True)], 2, 5, tournament_rated=True, note=unpairable).note == unpairable
+    )

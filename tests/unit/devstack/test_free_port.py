@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from arbiter.devstack.processes import ephemeral_ports, free_port
+from arbiter_tools.devstack.processes import ephemeral_ports, free_port
 
 
 def test_the_ephemeral_range_is_read_from_the_kernel_file_or_is_linux_default(tmp_path: Path) -> None:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from arbiter.devstack.processes import autogroup_niceness, autogroups_enabled, restore_niceness, set_niceness
+from arbiter_tools.devstack.processes import autogroup_niceness, autogroups_enabled, restore_niceness, set_niceness
+from tests.support.polling import eventually_blocking
 
 # A process with a second thread, started before any change (Linux keeps a niceness per thread).
 TWO_THREADS = "import threading, time; threading.Thread(target=time.sleep, args=(60,)).start(); time.sleep(60)"
@@ -31,10 +31,7 @@ def threads_of(pid: int) -> list[int]:
 def two_thread_child(own_session: bool) -> Iterator[subprocess.Popen[bytes]]:
     process = subprocess.Popen([sys.executable, "-c", TWO_THREADS], start_new_session=own_session)
     try:
-        deadline = time.monotonic() + 10
-        while len(threads_of(process.pid)) < 2:
-            assert time.monotonic() < deadline, "the child never started its second thread"
-            time.sleep(0.01)
+        eventually_blocking(lambda: len(threads_of(process.pid)) >= 2, "the child's second thread", every=0.01)
         yield process
     finally:
         process.kill()

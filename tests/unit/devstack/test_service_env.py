@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from arbiter.devstack.stack import ServiceProcess, SystemStack
+from arbiter_tools.devstack.stack import ServiceProcess, SystemStack
 
 
 def _stack(tmp_path: Path, environ: dict[str, str], *, embedded: bool) -> SystemStack:

@@ -8,9 +8,8 @@ import threading
 
 import pytest
 
-from arbiter.devstack.processes import signals_deferred
 from arbiter.kit.eventloop import STOP_SIGNALS
-
+from arbiter_tools.devstack.processes import signals_deferred
 
 pytestmark = pytest.mark.usefixtures("stop_signal_handlers")
 
@@ -69,3 +68,16 @@ def test_outside_the_main_thread_the_block_runs_with_handlers_untouched() -> Non
     worker.start()
     worker.join()
     assert seen == [previous]
+
+
+def test_a_stop_inside_a_stop_is_held_by_the_outer_one_and_told_once() -> None:
+    received: list[int] = []
+    said: list[str] = []
+    _recording(received)
+    with signals_deferred(said.append):
+        with signals_deferred(said.append):
+            os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert received == []
+    assert received == [signal.SIGINT]
+    assert said == ["already stopping: waiting for every process to end"]

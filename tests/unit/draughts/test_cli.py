@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from arbiter.cli.commands import moves, perft
+from arbiter_tools.cli.commands import moves, perft
 
 
 def run(module: object, argv: list[str]) -> int:
@@ -20,8 +20,17 @@ def run(module: object, argv: list[str]) -> int:
 def test_perft_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(perft, ["perft", "international", "4", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"nodes", "seconds"}
-    assert out["nodes"] == 4265 and out["seconds"] >= 0
+    assert set(out) == {"nodes", "seconds", "routes"}
+    assert out["nodes"] == 4265 and out["seconds"] >= 0 and out["routes"] is False
+
+
+def test_perft_routes_counts_every_capture_route(capsys: pytest.CaptureFixture[str]) -> None:
+    # Two routes around the same four pieces: one move, two routes.
+    fen = "W:WK13:B10,19,8,4,18,2,11"
+    assert run(perft, ["perft", "italian", "1", "--fen", fen, "--routes", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) | {"seconds": 0} == {"nodes": 2, "seconds": 0, "routes": True}
+    assert run(perft, ["perft", "italian", "1", "--fen", fen, "--routes"]) == 0
+    assert capsys.readouterr().out.startswith("perft(1) = 2 ")
 
 
 def test_perft_text_from_fen(capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,7 +69,7 @@ def test_moves_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_main_knows_both_commands(capsys: pytest.CaptureFixture[str]) -> None:
-    from arbiter.cli.main import main
+    from arbiter_tools.cli.main import main
 
     assert main(["perft", "brazilian", "3", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["nodes"] == 302

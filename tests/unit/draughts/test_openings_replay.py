@@ -1,4 +1,4 @@
-"""The official opening tables in shared/data/openings replay legally with this engine."""
+"""The source opening tables kept as test data (tests/data/openings) replay legally with this engine."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 from arbiter.draughts import Position
 
-# shared/ sits beside the repository checkout, locally and in CI (a copy is laid there for every run).
-_DATA = Path(__file__).resolve().parents[4] / "shared" / "data" / "openings"
+# The federations' tables as published, kept beside the tests: the runtime reads its own copy in libs/.
+_DATA = Path(__file__).resolve().parents[2] / "data" / "openings"
 
 
 

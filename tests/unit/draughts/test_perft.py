@@ -20,15 +20,31 @@ pieces by two routes counts once, as our engine does; "kept" = every route count
 - [GILBERT] Ed Gilbert's italian positions (FMJD forum t=2822; dctl
   .../italian/gilbert.cpp), duplicates KEPT, in FID square numbering.
 
-Depths here run in about a second each; deeper ones are in tests/bench/bench_perft.py.
+"Kept" counts every route of a capture once per order in which it takes the
+pieces (`perft(..., every_route=True)`, `arbiter perft --routes`): a flying king
+that goes straight on to its next piece takes one route, whichever empty square
+behind the last piece it passes. Kept tables reproduced here:
+
+- [SHASHKI] FrontRows "W:B16,17,18,19,20:W31,32,33,34,35" (shashki.com
+  "Standard validation generator moves" thread, PNphpBB2-viewtopic-t-627-start-58;
+  dctl test/src/algo/traversal/international/shashki.cpp): 310,315 / 1,008,317 /
+  3,174,159 / 10,369,533 at depths 8 / 9 / 10 / 11 (the merged counts are
+  310,315 / 1,008,313 / 3,174,155 / 10,369,511).
+- [DCTL-KEPT] initial positions, "keep_duplicates" rows of dctl
+  test/src/algo/traversal/initial/board_08x08.cpp and board_10x10.cpp (citing the
+  shashki.com thread above, start-57, -78 and -126): russian 929,905 (d8) and
+  4,570,667 (d9); brazilian 907,836 and 4,431,847; pool 929,902 and 4,570,615;
+  international 6,483,971 (d8).
+
+Depths here run in about a second each; the deeper ones are `slow`-marked tests
+(`pytest -m slow tests/unit/draughts/test_perft.py`) and in tests/bench/bench_perft.py.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from arbiter.draughts import Position, Variant, perft
-from arbiter.draughts._movegen import build_engine
+from arbiter.draughts import IllegalMoveError, Position, perft
 
 INITIAL = {
     # [BIK-INT] / [DCTL] merged: ... 6'483'961 (kept: 6'483'971) at depth 8
@@ -93,21 +109,76 @@ def test_published_positions(variant: str, fen: str, leaves: list[int]) -> None:
     assert [perft(position, depth) for depth in range(1, len(leaves) + 1)] == leaves
 
 
-def _perft_kept(variant: str, fen: str | None, depth: int) -> int:
-    position = Position.from_fen(variant, fen) if fen else Position.initial(variant)
-    engine = build_engine(Variant(variant).rules, merge_duplicates=False)
-    return engine.perft(position._white, position._black, position._kings, position.turn.value == "white", depth)
-
-
 def test_both_conventions_on_gilbert_1() -> None:
     # [GILBERT] publishes 164'177 with duplicates kept; the merged count is 4 lower.
-    fen = "W:W30,26,27,22,23,24,17,18,20:B14,15,16,9,11,5,6,1,3"
-    assert _perft_kept("italian", fen, 10) == 164_177
-    assert perft(Position.from_fen("italian", fen), 10) == 164_173
+    position = Position.from_fen("italian", "W:W30,26,27,22,23,24,17,18,20:B14,15,16,9,11,5,6,1,3")
+    assert perft(position, 10, every_route=True) == 164_177
+    assert perft(position, 10) == 164_173
 
 
 def test_kept_duplicates_where_a_king_circles() -> None:
-    # Two routes around the same four pieces: one move merged, two kept.
-    fen = "W:WK13:B10,19,8,4,18,2,11"
-    assert perft(Position.from_fen("italian", fen), 1) == 1
-    assert _perft_kept("italian", fen, 1) == 2
+    # Two routes around the same four pieces, in opposite orders: one move merged, two kept.
+    position = Position.from_fen("italian", "W:WK13:B10,19,8,4,18,2,11")
+    assert perft(position, 1) == 1
+    assert perft(position, 1, every_route=True) == 2
+
+
+def test_a_king_going_straight_on_takes_one_route_per_stop() -> None:
+    # 46 takes 37, then 19 further along the same line, stopping on 14, 10 or 5: three moves
+    # and three routes, not one route per empty square passed between the two pieces.
+    position = Position.from_fen("international", "W:WK46:B37,19")
+    assert perft(position, 1) == 3
+    assert perft(position, 1, every_route=True) == 3
+    assert [m.long_notation for m in position.legal_moves()] == ["46x32x5", "46x32x10", "46x32x14"]
+
+
+def test_a_king_turning_behind_a_piece_takes_one_route_per_turn() -> None:
+    # After 37 the king may turn on 32 (to take 27) or on 28 (to take 22): two orders, two moves.
+    position = Position.from_fen("international", "W:WK46:B37,27,22")
+    assert perft(position, 1, every_route=True) == perft(position, 1) == len(position.legal_moves())
+    assert {m.captured for m in position.legal_moves()} == {(37, 27), (37, 22)}
+
+
+def test_passing_squares_are_not_other_routes_to_parse() -> None:
+    position = Position.from_fen("international", "W:WK46:B37,19")
+    assert position.parse_move("46x10") == position.parse_move("46x32x10")
+    with pytest.raises(IllegalMoveError, match="not legal"):
+        position.parse_move("46x28x10")
+
+
+FRONT_ROWS = "W:B16,17,18,19,20:W31,32,33,34,35"
+
+
+def test_front_rows_every_route() -> None:
+    # [SHASHKI]: the first depth where the two conventions differ.
+    position = Position.from_fen("international", FRONT_ROWS)
+    assert perft(position, 9, every_route=True) == 1_008_317
+    assert perft(position, 9) == 1_008_313
+
+
+@pytest.mark.parametrize(("variant", "leaves"), [("russian", 929_905), ("brazilian", 907_836), ("pool", 929_902)])
+def test_initial_every_route_depth_8(variant: str, leaves: int) -> None:
+    # [DCTL-KEPT]
+    assert perft(Position.initial(variant), 8, every_route=True) == leaves
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("depth", "leaves"), [(10, 3_174_159), (11, 10_369_533)])
+def test_front_rows_every_route_deep(depth: int, leaves: int) -> None:
+    # [SHASHKI]
+    assert perft(Position.from_fen("international", FRONT_ROWS), depth, every_route=True) == leaves
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("variant", "depth", "leaves"),
+    [
+        ("international", 8, 6_483_971),
+        ("russian", 9, 4_570_667),
+        ("brazilian", 9, 4_431_847),
+        ("pool", 9, 4_570_615),
+    ],
+)
+def test_initial_every_route_deep(variant: str, depth: int, leaves: int) -> None:
+    # [DCTL-KEPT]
+    assert perft(Position.initial(variant), depth, every_route=True) == leaves

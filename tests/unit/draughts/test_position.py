@@ -8,7 +8,6 @@ import pytest
 
 from arbiter.draughts import (
     AmbiguousMoveError,
-    Color,
     FenError,
     IllegalMoveError,
     Piece,
@@ -17,6 +16,7 @@ from arbiter.draughts import (
     Variant,
     variant_by_name,
 )
+from arbiter.vocabulary import Side
 
 
 @pytest.mark.parametrize(
@@ -32,6 +32,7 @@ from arbiter.draughts import (
         ("russian", "W:W21,22,23,24,25,26,27,28,29,30,31,32:B1,2,3,4,5,6,7,8,9,10,11,12"),
         ("brazilian", "W:W21,22,23,24,25,26,27,28,29,30,31,32:B1,2,3,4,5,6,7,8,9,10,11,12"),
         ("pool", "B:W21,22,23,24,25,26,27,28,29,30,31,32:B1,2,3,4,5,6,7,8,9,10,11,12"),
+        ("spanish", "W:W1,2,3,4,5,6,7,8,9,10,11,12:B21,22,23,24,25,26,27,28,29,30,31,32"),
     ],
 )
 def test_initial_positions(variant: str, fen: str) -> None:
@@ -53,6 +54,19 @@ def test_first_moves_use_each_variants_numbering() -> None:
     ]
     # russian: the same numbering as english, white moves first; c3-d4 is 22-18
     assert Position.initial("russian").parse_move("c3-d4").notation == "22-18"
+    # spanish numbering counts from White's side, right to left: 9 is on the edge, 12 is not
+    assert [m.notation for m in Position.initial("spanish").legal_moves()] == [
+        "9-13", "10-13", "10-14", "11-14", "11-15", "12-15", "12-16",
+    ]
+
+
+def test_spanish_numbering_is_the_fid_one_turned_half_round() -> None:
+    # Both boards have the dark corner on the player's right; Spanish square n is FID square 33 - n.
+    assert Position.from_fen("spanish", "W:W1-12:B21-32") == Position.initial("spanish")
+    for n in range(1, 33):
+        spanish = Position.from_fen("spanish", f"W:WK{n}")
+        italian = Position.from_fen("italian", f"W:WK{33 - n}")
+        assert (spanish._white, spanish._kings) == (italian._white, italian._kings)
 
 
 def test_fen_ranges_kings_and_spacing() -> None:
@@ -62,7 +76,7 @@ def test_fen_ranges_kings_and_spacing() -> None:
     assert position.piece_at(10) is Piece.BLACK_KING
     assert position.piece_at(31) is Piece.WHITE_MAN
     assert position.piece_at(20) is None
-    assert position.count(Color.WHITE) == 6 and position.count(Color.WHITE, kings=True) == 1
+    assert position.count(Side.WHITE) == 6 and position.count(Side.WHITE, kings=True) == 1
     assert position.pieces[3] is Piece.BLACK_MAN
 
 
@@ -73,7 +87,7 @@ def test_fen_accepts_lidraughts_fields_and_algebraic_squares() -> None:
 
 def test_black_to_move_and_empty_side() -> None:
     position = Position.from_fen("english", "B:W:BK1")
-    assert position.turn is Color.BLACK
+    assert position.turn is Side.BLACK
     assert position.to_fen() == "B:W:BK1"
 
 
@@ -116,10 +130,10 @@ def test_play_returns_a_new_position() -> None:
     start = Position.initial("international")
     after = start.play("32-28")
     assert start == Position.initial("international")
-    assert after.turn is Color.BLACK
+    assert after.turn is Side.BLACK
     assert after.piece_at(28) is Piece.WHITE_MAN and after.piece_at(32) is None
     with pytest.raises(dataclasses.FrozenInstanceError):
-        start.turn = Color.BLACK  # type: ignore[misc]
+        start.turn = Side.BLACK  # type: ignore[misc]
     assert hash(start) == hash(Position.initial("international"))
 
 
@@ -179,4 +193,4 @@ def test_legal_moves_returns_a_fresh_list() -> None:
 
 def test_repr_round_trips() -> None:
     position = Position.from_fen("brazilian", "B:WK29,21:B1,K2")
-    assert eval(repr(position), {"Position": Position}) == position  # noqa: S307
+    assert eval(repr(position), {"Position": Position}) == position

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import random
 
+# pydraughts and py-draughts both install into site-packages/draughts/; the submodules of
+# pydraughts stay importable whichever __init__ wins.
+import draughts.convert as convert
+import draughts.core.variant as pydraughts
 import pytest
 
 from arbiter.draughts import Position
 from arbiter.draughts.position import _NOTATIONS
-
-# pydraughts and py-draughts both install into site-packages/draughts/; the submodules of
-# pydraughts stay importable whichever __init__ wins.
-import draughts.convert as convert  # noqa: E402
-import draughts.core.variant as pydraughts  # noqa: E402
 
 # ours -> pydraughts variant name; positions per variant kept small (pydraughts ~1 ms a call)
 VARIANTS = {"international": "standard", "english": "english", "italian": "italian", "russian": "russian",

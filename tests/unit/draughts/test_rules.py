@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from arbiter.draughts import Color, Position
+from arbiter.draughts import Position
+from arbiter.vocabulary import Side
 
 
 def moves(variant: str, fen: str) -> list[tuple[str, tuple[int, ...], bool]]:
@@ -18,7 +19,7 @@ def test_captures_are_compulsory_in_every_variant() -> None:
         ("pool", "B:W22,21:B18"),
         ("english", "B:W22,21:B18"),
         ("italian", "W:W21,24:B18"),
-        ("spanish", "W:W21,24:B18"),
+        ("spanish", "W:W12,9:B15"),  # spanish numbering: white on 1-12
     ]:
         assert all(m.is_capture for m in Position.from_fen(variant, fen).legal_moves()), variant
 
@@ -113,7 +114,7 @@ def test_a_capture_can_end_on_its_own_origin() -> None:
     loop = [m for m in position.legal_moves() if m.to_square == 19]
     assert len(loop) == 1 and len(loop[0].captured) == 4
     after = position.play(loop[0])
-    assert after.piece_at(19) is not None and after.count(Color.BLACK) == 2
+    assert after.piece_at(19) is not None and after.count(Side.BLACK) == 2
 
 
 def test_no_legal_move_when_blocked() -> None:

@@ -7,8 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arbiter.contracts import common_pb2 as common
-from arbiter.kit.actors import MAX_PLAYER_ID_LENGTH, player_id_of, registered_player
+from arbiter.kit.actors import player_id_of, registered_player
 from arbiter.kit.errors import InvalidArgument, PermissionDenied
+from arbiter.kit.fields import PLAYER_ID
+
+MAX_PLAYER_ID_LENGTH = PLAYER_ID.max_length
 
 
 def actor(player_id: str, kind: int = common.ACCOUNT_KIND_REGISTERED) -> common.Actor:
@@ -35,10 +38,15 @@ def test_a_missing_kind_or_id_is_an_invalid_argument() -> None:
 
 
 @given(st.text(min_size=1, max_size=MAX_PLAYER_ID_LENGTH))
-def test_an_id_is_accepted_exactly_when_printable_and_without_commas(player_id: str) -> None:
-    acceptable = player_id.isprintable() and "," not in player_id
+def test_an_id_is_accepted_exactly_when_printable_unpadded_and_without_commas(player_id: str) -> None:
+    acceptable = player_id.isprintable() and "," not in player_id and player_id == player_id.strip()
     if acceptable:
         assert player_id_of(actor(player_id), "act") == player_id
     else:
-        with pytest.raises(InvalidArgument, match="commas or control characters"):
+        with pytest.raises(InvalidArgument, match="^actor.player_id .*(blank|spaces|invisible|',')"):
             player_id_of(actor(player_id), "act")
+
+
+def test_a_blank_id_is_refused_as_in_every_other_service() -> None:
+    with pytest.raises(InvalidArgument, match="actor.player_id is blank"):
+        player_id_of(actor(" "), "join")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from arbiter.contracts import common_pb2, openings_pb2, rating_pb2, tournament_pb2
-from arbiter.kit.grpcserver import nul_field
+from arbiter.kit.fields import nul_field
 
 
 def test_nul_is_found_in_plain_nested_and_repeated_fields() -> None:

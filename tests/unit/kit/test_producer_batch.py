@@ -29,7 +29,9 @@ def test_a_batch_size_apache_kafka_would_refuse_or_aiokafka_default_undercuts_is
         _settings(kafka_producer_batch_bytes=size)
 
 
-def test_batches_larger_than_the_broker_takes_are_refused_naming_both_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batches_larger_than_the_broker_takes_are_refused_naming_both_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     assert _settings().kafka_max_message_bytes == BROKER_MAX_MESSAGE_BYTES
     assert _settings(kafka_max_message_bytes=64 * 1024, kafka_producer_batch_bytes=64 * 1024)
     for name, value in {"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "REDIS_URL": "redis://127.0.0.1:1",

@@ -10,7 +10,6 @@ import pytest
 
 from arbiter.kit.eventloop import EVENT_LOOPS, STOP_SIGNALS, EventLoop, interrupt_once, run_stoppable
 
-
 pytestmark = pytest.mark.usefixtures("stop_signal_handlers")
 
 

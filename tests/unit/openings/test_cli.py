@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from arbiter.cli.main import main
+from arbiter_tools.cli.main import main
 
 
 def test_lists_the_table_up_to_class_1(capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from arbiter.competition.types import OpeningMode as M
-from arbiter.openings import OpeningError, check_mode, max_opening_level, rating_allowed
+from arbiter.draughts.variants import Variant
+from arbiter.openings import OpeningError, check_mode, has_table, max_opening_level, playable_modes, rating_allowed
+from arbiter.openings.modes import OpeningMode as M
 
 # (variant, mode, thematic opening) -> level that counts, rated single, rated home and away.
 CASES = [
@@ -75,3 +76,11 @@ def test_thematic_needs_a_valid_number() -> None:
 def test_mode_values_accepted() -> None:
     # The service may hand over the enum's string value.
     assert rating_allowed("italian", "table_all", True).allowed  # type: ignore[arg-type]
+
+
+def test_the_table_modes_are_playable_where_a_variant_has_a_table_and_the_others_everywhere() -> None:
+    """O-1..O-9: free and random openings in every variant; table and thematic ones only with an official table."""
+    listed = set(playable_modes())
+    expected = {(variant.value, mode.value) for variant in Variant for mode in M
+                if not mode.uses_official_table() or has_table(variant.value)}
+    assert listed == expected

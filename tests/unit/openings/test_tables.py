@@ -1,4 +1,4 @@
-"""The official tables as data: counts per class and per mode, and agreement with the shared sources (O-5..O-9)."""
+"""The official tables as data: counts per class and per mode, and agreement with the source tables (O-5..O-9)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from arbiter.competition.types import OpeningMode, Side
 from arbiter.openings import (
     OFFICIAL_OPENINGS,
     OpeningError,
@@ -17,9 +16,11 @@ from arbiter.openings import (
     has_table,
     load_table,
 )
+from arbiter.openings.modes import OpeningMode
+from arbiter.vocabulary import Side
 
-# CI keeps a copy of shared/ beside the repository; the runtime never reads it.
-SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "openings"
+# The federations' tables as published, kept as test data; the runtime never reads them.
+SOURCES = Path(__file__).resolve().parents[2] / "data" / "openings"
 
 TABLE_MODES = (
     OpeningMode.TABLE_UP_TO_1,
@@ -135,7 +136,7 @@ def test_thematic_may_choose_any_of_the_174() -> None:
     assert len(eligible(load_table("english"), OpeningMode.THEMATIC)) == 174
 
 
-# --- the project data against the shared source files (shared/ is beside the checkout, also in CI) ---
+# --- the project data against the source tables (tests/data/openings) ---
 
 
 
@@ -145,8 +146,8 @@ def _fen_sets(fen: str) -> tuple[str, frozenset[int], frozenset[int]]:
     return side, pieces["W"], pieces["B"]
 
 
-def test_italian_matches_the_shared_source() -> None:
-    source = json.loads((SHARED / "italian_fid.json").read_text("utf-8"))
+def test_italian_matches_the_source_table() -> None:
+    source = json.loads((SOURCES / "italian_fid.json").read_text("utf-8"))
     assert source["counts"]["cumulative"] == {"PARI+1": 83, "PARI..2": 126, "PARI..3": 166, "all": 174}
     favours = {"white_bianco": Side.WHITE, "black_nero": Side.BLACK, None: None}
     for raw, opening in zip(source["openings"], load_table("italian").openings, strict=True):
@@ -158,8 +159,8 @@ def test_italian_matches_the_shared_source() -> None:
         assert _fen_sets(opening.fen_after) == ("B", frozenset(after["white"]), frozenset(after["black"]))
 
 
-def test_english_matches_the_shared_source() -> None:
-    source = json.loads((SHARED / "english_3move.json").read_text("utf-8"))
+def test_english_matches_the_source_table() -> None:
+    source = json.loads((SOURCES / "english_3move.json").read_text("utf-8"))
     assert source["counts"]["pask_bands"] == {
         "power evenly divided": 80,
         "White is Strong": 20,

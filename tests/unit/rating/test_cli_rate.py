@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from arbiter.cli.commands import rate
+from arbiter_tools.cli.commands import rate
 
 GLICKMAN = [
     "--rating",

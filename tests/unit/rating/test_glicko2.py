@@ -14,9 +14,8 @@ from arbiter.rating import (
     MAX_RD,
     MIN_RD,
     RATING_PERIODS_PER_DAY,
-    GameResult,
     Glicko2Error,
-    Outcome,
+    PeriodGame,
     Rating,
     decay,
     rate,
@@ -24,10 +23,11 @@ from arbiter.rating import (
     rating_periods,
 )
 from arbiter.rating.glicko2 import rate_one
+from arbiter.vocabulary import Score
 
 SCALE = 173.7178
 GLICKMAN_PLAYER = Rating(1500, 200, 0.06)
-GLICKMAN_GAMES = [GameResult(1400, 30, 1), GameResult(1550, 100, 0), GameResult(1700, 300, 0)]
+GLICKMAN_GAMES = [PeriodGame(1400, 30, 1), PeriodGame(1550, 100, 0), PeriodGame(1700, 300, 0)]
 
 
 def test_glickmans_worked_example() -> None:
@@ -74,17 +74,17 @@ def test_no_games_only_grows_the_deviation() -> None:
 
 def test_rate_game_is_one_period_with_one_game() -> None:
     opponent = Rating(1400, 30, 0.06)
-    assert rate_game(GLICKMAN_PLAYER, opponent, Outcome.WIN, tau=0.5) == rate(
-        GLICKMAN_PLAYER, [GameResult(1400, 30, 1.0)], tau=0.5
+    assert rate_game(GLICKMAN_PLAYER, opponent, Score.WIN, tau=0.5) == rate(
+        GLICKMAN_PLAYER, [PeriodGame(1400, 30, 1.0)], tau=0.5
     )
     assert rate_game(GLICKMAN_PLAYER, opponent, 0.5) == rate(
-        GLICKMAN_PLAYER, [GameResult(1400, 30, 0.5)]
+        GLICKMAN_PLAYER, [PeriodGame(1400, 30, 0.5)]
     )
 
 
 def test_draw_between_equals_changes_no_rating() -> None:
     player = Rating(1700, 80, 0.06)
-    new = rate_game(player, player, Outcome.DRAW, elapsed_periods=0.0)
+    new = rate_game(player, player, Score.DRAW, elapsed_periods=0.0)
     assert new.rating == pytest.approx(1700)
     assert new.rd < player.rd
 
@@ -93,10 +93,10 @@ def test_elapsed_periods_scale_glickmans_step_six() -> None:
     # Per-game periods: games played back to back add (almost) no uncertainty; a long break
     # adds more; exactly one period is Glickman's system unchanged.
     player, opponent = Rating(1600, 60, 0.06), Rating(1600, 60, 0.06)
-    back_to_back = rate_game(player, opponent, Outcome.WIN, elapsed_periods=0.0)
-    one_period = rate_game(player, opponent, Outcome.WIN, elapsed_periods=1.0)
+    back_to_back = rate_game(player, opponent, Score.WIN, elapsed_periods=0.0)
+    one_period = rate_game(player, opponent, Score.WIN, elapsed_periods=1.0)
     a_year_off = rate_game(
-        player, opponent, Outcome.WIN, elapsed_periods=rating_periods(timedelta(days=365))
+        player, opponent, Score.WIN, elapsed_periods=rating_periods(timedelta(days=365))
     )
     assert back_to_back.rd < one_period.rd < a_year_off.rd
     assert back_to_back.rating < one_period.rating < a_year_off.rating
@@ -105,7 +105,7 @@ def test_elapsed_periods_scale_glickmans_step_six() -> None:
 def test_minimum_deviation() -> None:
     player = Rating(1600, 46, 0.06)
     for _ in range(200):
-        player = rate_game(player, Rating(1600, 46, 0.06), Outcome.DRAW, elapsed_periods=0.0)
+        player = rate_game(player, Rating(1600, 46, 0.06), Score.DRAW, elapsed_periods=0.0)
     assert player.rd == pytest.approx(MIN_RD)
 
 
@@ -122,8 +122,8 @@ def test_inactivity_grows_the_deviation_up_to_350() -> None:
 def test_certain_results_carry_no_information() -> None:
     # Opponents thousands of points away: no overflow, the game counts as no game.
     strong, weak = Rating(1e6, 50, 0.06), Rating(-1e6, 50, 0.06)
-    assert rate_game(strong, weak, Outcome.LOSS) == decay(strong, 1.0)
-    assert rate_game(weak, strong, Outcome.WIN) == decay(weak, 1.0)
+    assert rate_game(strong, weak, Score.LOSS) == decay(strong, 1.0)
+    assert rate_game(weak, strong, Score.WIN) == decay(weak, 1.0)
 
 
 def test_rating_periods_follow_lichess() -> None:
@@ -140,13 +140,13 @@ def test_rating_periods_follow_lichess() -> None:
         (Rating(1500, 351, 0.06), [], {}, "at most 350"),
         (Rating(1500, 200, 0), [], {}, "volatility"),
         (Rating(math.nan, 200, 0.06), [], {}, "finite"),
-        (Rating(), [GameResult(1500, 0, 1)], {}, "opponent's deviation"),
-        (Rating(), [GameResult(1500, 50, 1.5)], {}, "score"),
-        (Rating(), [GameResult(1500, 50, 1)], {"tau": 0}, "tau"),
-        (Rating(), [GameResult(1500, 50, 1)], {"elapsed_periods": -1}, "periods"),
+        (Rating(), [PeriodGame(1500, 0, 1)], {}, "opponent's deviation"),
+        (Rating(), [PeriodGame(1500, 50, 1.5)], {}, "score"),
+        (Rating(), [PeriodGame(1500, 50, 1)], {"tau": 0}, "tau"),
+        (Rating(), [PeriodGame(1500, 50, 1)], {"elapsed_periods": -1}, "periods"),
     ],
 )
-def test_bad_inputs(player: Rating, results: list[GameResult], kwargs: dict, message: str) -> None:
+def test_bad_inputs(player: Rating, results: list[PeriodGame], kwargs: dict, message: str) -> None:
     with pytest.raises(Glicko2Error, match=message):
         rate(player, results, **kwargs)
     assert issubclass(Glicko2Error, ValueError)
@@ -159,7 +159,7 @@ ratings = st.builds(
     vol=st.floats(0.01, 0.2),
 )
 opponents = st.builds(
-    GameResult,
+    PeriodGame,
     opponent_rating=st.one_of(st.floats(0, 3500), st.floats(-2000, 10_000)),
     opponent_rd=st.floats(30, MAX_RD),
     score=st.sampled_from([0.0, 0.5, 1.0]),
@@ -172,15 +172,15 @@ periods = st.one_of(st.just(1.0), st.floats(0, 500))
 def test_a_win_never_lowers_a_rating(
     player: Rating, opponent: Rating, tau: float, p: float
 ) -> None:
-    new = rate_game(player, opponent, Outcome.WIN, tau=tau, elapsed_periods=p)
+    new = rate_game(player, opponent, Score.WIN, tau=tau, elapsed_periods=p)
     assert new.rating >= player.rating
-    lost = rate_game(player, opponent, Outcome.LOSS, tau=tau, elapsed_periods=p)
+    lost = rate_game(player, opponent, Score.LOSS, tau=tau, elapsed_periods=p)
     assert lost.rating <= player.rating
 
 
 @given(ratings, st.lists(opponents, max_size=15), taus, periods)
 def test_deviation_never_above_350(
-    player: Rating, results: list[GameResult], tau: float, p: float
+    player: Rating, results: list[PeriodGame], tau: float, p: float
 ) -> None:
     new = rate(player, results, tau=tau, elapsed_periods=p)
     assert 0 < new.rd <= MAX_RD
@@ -192,13 +192,13 @@ def test_deviation_never_above_350(
 
 
 @given(ratings, st.lists(opponents, min_size=1, max_size=15), taus)
-def test_deterministic(player: Rating, results: list[GameResult], tau: float) -> None:
+def test_deterministic(player: Rating, results: list[PeriodGame], tau: float) -> None:
     assert rate(player, results, tau=tau) == rate(player, list(results), tau=tau)
 
 
 @given(ratings, opponents, taus, periods)
 def test_rate_one_is_rate_with_one_game_to_the_last_bit(
-    player: Rating, result: GameResult, tau: float, p: float
+    player: Rating, result: PeriodGame, tau: float, p: float
 ) -> None:
     # The service's fast path must not drift from the reference by even one ulp.
     expected = rate(player, [result], tau=tau, elapsed_periods=p)

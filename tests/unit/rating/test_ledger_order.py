@@ -12,7 +12,14 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from arbiter.rating.ledger import (
-    AppliedGame, GameToRate, Meeting, PlayerState, may_change_stored, merge, reach, replay_in_order,
+    AppliedGame,
+    GameToRate,
+    Meeting,
+    PlayerState,
+    may_change_stored,
+    merge,
+    reach,
+    replay_in_order,
 )
 
 START = datetime(2026, 3, 1, tzinfo=UTC)

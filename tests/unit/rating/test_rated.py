@@ -6,11 +6,12 @@ import itertools
 
 import pytest
 
-from arbiter.rating import RatedReason, ResultKind, competition_is_rated, is_game_rated
+from arbiter.rating import RatedReason, competition_is_rated, is_game_rated
+from arbiter.vocabulary import ResultKind
 
 
 def test_a_played_game_of_a_rated_competition_is_rated() -> None:
-    assert is_game_rated(True, ResultKind.PLAYED, both_sat=True, is_bye=False) == (
+    assert is_game_rated(True, ResultKind.NORMAL, both_sat=True, is_bye=False) == (
         True,
         RatedReason.RATED,
     )
@@ -18,12 +19,17 @@ def test_a_played_game_of_a_rated_competition_is_rated() -> None:
 
 def test_friendly_competition() -> None:
     #
-    assert is_game_rated(False, ResultKind.PLAYED, True, False) == (False, RatedReason.FRIENDLY)
+    assert is_game_rated(False, ResultKind.NORMAL, True, False) == (False, RatedReason.FRIENDLY)
 
 
 def test_never_sat() -> None:
     # R-3, T-16: lost on time without ever arriving
-    assert is_game_rated(True, ResultKind.PLAYED, False, False) == (False, RatedReason.NEVER_SAT)
+    assert is_game_rated(True, ResultKind.NORMAL, False, False) == (False, RatedReason.NEVER_SAT)
+
+
+def test_a_never_sat_game_is_never_rated_whatever_the_sat_flags_say() -> None:
+    # R-3, T-16: the termination says one side never moved
+    assert is_game_rated(True, ResultKind.NEVER_SAT, True, False) == (False, RatedReason.NEVER_SAT)
 
 
 def test_busy_forfeit_is_never_rated() -> None:
@@ -44,7 +50,7 @@ def test_both_absent_is_never_rated() -> None:
 
 def test_bye_is_never_rated() -> None:
     # T-8
-    assert is_game_rated(True, ResultKind.PLAYED, False, True) == (False, RatedReason.BYE)
+    assert is_game_rated(True, ResultKind.NORMAL, False, True) == (False, RatedReason.BYE)
 
 
 @pytest.mark.parametrize(
@@ -56,7 +62,8 @@ def test_exhaustive(
 ) -> None:
     rated, reason = is_game_rated(competition_rated, kind, both_sat, is_bye)
     # rated exactly when every condition holds, and the reason agrees
-    assert rated == (competition_rated and kind is ResultKind.PLAYED and both_sat and not is_bye)
+    played = kind in (ResultKind.NORMAL, ResultKind.CLOSED_DRAW)
+    assert rated == (competition_rated and played and both_sat and not is_bye)
     assert rated == (reason is RatedReason.RATED)
 
 

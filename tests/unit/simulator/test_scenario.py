@@ -12,10 +12,10 @@ from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.contracts import tournament_pb2_grpc
 from arbiter.kit.timesource import TimeSource
-from arbiter.simulator.behaviour import Behaviour, Profiles
-from arbiter.simulator.playsite import PlaySite
-from arbiter.simulator.scenario import Addresses, Scenario, ScenarioRunner, TournamentPlan, run_failed
-from arbiter.simulator.view import render
+from arbiter_tools.simulator.behaviour import Behaviour, Profiles
+from arbiter_tools.simulator.playsite.router import PlaySite
+from arbiter_tools.simulator.scenario import Addresses, Scenario, ScenarioRunner, TournamentPlan, run_failed
+from arbiter_tools.simulator.view import render
 
 
 class TournamentStandIn(tournament_pb2_grpc.TournamentServiceServicer):
@@ -26,13 +26,13 @@ class TournamentStandIn(tournament_pb2_grpc.TournamentServiceServicer):
         self.computer_join = computer_join
         self.joins: list[tuple[str, str]] = []
 
-    async def CreateTournament(self, request, context):  # noqa: N802
+    async def CreateTournament(self, request, context):
         if request.actor.kind != common.ACCOUNT_KIND_REGISTERED:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, "A-1: registered accounts only")
         await asyncio.sleep(self.create_seconds)
         return tp.CreateTournamentResponse(tournament=tp.Tournament(id="t_1", state=tp.TOURNAMENT_STATE_SCHEDULED))
 
-    async def JoinTournament(self, request, context):  # noqa: N802
+    async def JoinTournament(self, request, context):
         self.joins.append((request.actor.player_id, request.tournament_id))
         if request.actor.kind == common.ACCOUNT_KIND_GUEST:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, "A-1: registered accounts only")
@@ -40,13 +40,13 @@ class TournamentStandIn(tournament_pb2_grpc.TournamentServiceServicer):
             await context.abort(self.computer_join, "something else went wrong")
         return tp.JoinTournamentResponse()
 
-    async def GetTournament(self, request, context):  # noqa: N802
+    async def GetTournament(self, request, context):
         return tp.Tournament(id=request.tournament_id, state=tp.TOURNAMENT_STATE_FINISHED)
 
-    async def GetStandings(self, request, context):  # noqa: N802
+    async def GetStandings(self, request, context):
         return tp.GetStandingsResponse()
 
-    async def GetPairings(self, request, context):  # noqa: N802
+    async def GetPairings(self, request, context):
         return tp.GetPairingsResponse()
 
 

@@ -11,9 +11,9 @@ from typing import Any
 from arbiter.contracts import arena_pb2
 from arbiter.contracts import events_pb2 as ev
 from arbiter.kit.timesource import TimeSource
-from arbiter.simulator.playsite import PlaySiteStats
-from arbiter.simulator.scenario import PartState, Scenario
-from arbiter.simulator.view import final_tables, render
+from arbiter_tools.simulator.playsite.base import PlaySiteStats
+from arbiter_tools.simulator.scenario import PartState, Scenario
+from arbiter_tools.simulator.view import final_tables, render
 
 DAY_MS = 86_400_000
 
