@@ -40,14 +40,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import statistics
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import asyncpg
 from aiokafka import AIOKafkaProducer
@@ -61,8 +58,7 @@ from arbiter.kit.events import timestamp
 from arbiter.kit.kafka import ensure_topics, make_outbox_producer, outbox_publisher
 from arbiter.kit.outbox import OutboxRelay
 from arbiter.kit.runtime import connect, tune_garbage_collector
-from arbiter_tools.devstack.infra import scratch_database
-from arbiter_tools.devstack.stack import SystemStack
+from arbiter_tools.devstack.stack import SystemStack, scratch_stack
 from arbiter_tools.simulator.bench.host import process_cpu_seconds
 from arbiter_tools.simulator.bench.readings import CommittedOffsets
 from services.arena.clients import RatingCache
@@ -399,14 +395,10 @@ def main() -> None:
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle CPU measured over this long")
     args = parser.parse_args()
 
-    environ = dict(os.environ)
     # The system benchmark's fetch wait (tansu answers a fetch only when it ends): it sets how often
     # an idle consumer polls, so what foreign games and idleness cost depends on it.
     extra_env = {"KAFKA_FETCH_MAX_WAIT_MS": str(args.fetch_wait_ms)} if args.foreign_games else {}
-    with scratch_database(environ), tempfile.TemporaryDirectory(prefix="bench-arena-") as state, SystemStack(
-        Path(state), free_ports=True, environ=environ, say=lambda line: print("  " + line), extra_env=extra_env,
-    ) as stack:
-        stack.start_infrastructure()
+    with scratch_stack("bench-arena-", extra_env=extra_env) as stack:
         asyncio.run(run_foreign(args, stack) if args.foreign_games else run(args, stack))
 
 

@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import tempfile
 import time
-from pathlib import Path
 
 import asyncpg
 import redis.asyncio as aioredis
@@ -33,8 +30,7 @@ from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.kafka import ensure_topics
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.settings import KitSettings
-from arbiter_tools.devstack.infra import scratch_database
-from arbiter_tools.devstack.stack import SystemStack
+from arbiter_tools.devstack.stack import SystemStack, scratch_stack
 from services.pairing.busy import BusyRebuild, BusyRegistry
 from services.pairing.main import MIGRATIONS
 from services.pairing.metrics import PairingMetrics
@@ -112,11 +108,7 @@ def main() -> None:
     parser.add_argument("--running-share", type=float, default=0.1, help="share of the games with no end yet")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    environ = dict(os.environ)
-    with scratch_database(environ), tempfile.TemporaryDirectory(prefix="bench-busy-") as state, SystemStack(
-        Path(state), free_ports=True, environ=environ, say=lambda line: print("  " + line),
-    ) as stack:
-        stack.start_infrastructure()
+    with scratch_stack("bench-busy-") as stack:
         asyncio.run(run(args, stack))
 
 

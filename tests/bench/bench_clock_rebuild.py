@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
 import asyncpg
 import redis.asyncio as aioredis
@@ -31,8 +28,7 @@ from arbiter.kit.db import create_pool, migrate, migrations_in
 from arbiter.kit.metrics import Metrics
 from arbiter.kit.timesource import TimeSource
 from arbiter.vocabulary import Side
-from arbiter_tools.devstack.infra import scratch_database
-from arbiter_tools.devstack.stack import SystemStack
+from arbiter_tools.devstack.stack import SystemStack, scratch_stack
 from services.clock import operations as ops
 from services.clock.clocked_game import ClockedGame, GameMeta, Kind
 from services.clock.hot import LiveRow, LiveStore
@@ -118,11 +114,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    environ = dict(os.environ)
-    with scratch_database(environ), tempfile.TemporaryDirectory(prefix="bench-clock-rebuild-") as state, SystemStack(
-        Path(state), free_ports=True, environ=environ, say=lambda line: print("  " + line),
-    ) as stack:
-        stack.start_infrastructure()
+    with scratch_stack("bench-clock-rebuild-") as stack:
         asyncio.run(run(args, stack))
 
 

@@ -31,14 +31,12 @@ import asyncio
 import os
 import random
 import statistics
-import tempfile
 import time
 import urllib.request
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import asyncpg
 import grpc
@@ -53,8 +51,7 @@ from arbiter.kit import events
 from arbiter.kit.events import stamp_meta, timestamp
 from arbiter.kit.kafka import partition_for_key
 from arbiter.kit.timesource import TimeSource
-from arbiter_tools.devstack.infra import scratch_database
-from arbiter_tools.devstack.stack import SystemStack
+from arbiter_tools.devstack.stack import SystemStack, scratch_stack
 
 SERVICES = ("openings", "rating", "pairing")
 RESULTS = (cm.GAME_RESULT_WHITE_WINS, cm.GAME_RESULT_DRAW, cm.GAME_RESULT_BLACK_WINS)
@@ -419,14 +416,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
 
-    environ = dict(os.environ)
     extra = {"PAIRING_PROCESSES": str(args.processes), "PAIRING_CONCURRENCY": str(args.concurrency),
              "DB_POOL_MAX": "20"}
-    with scratch_database(environ), tempfile.TemporaryDirectory(prefix="bench-pairing-") as state, SystemStack(
-        Path(state), time_scale=args.time_scale, free_ports=True, environ=environ, extra_env=extra,
-        say=lambda line: print("  " + line),
-    ) as stack:
-        stack.start_infrastructure()
+    with scratch_stack("bench-pairing-", time_scale=args.time_scale, extra_env=extra) as stack:
         stack.start_services(SERVICES)
         stack.wait_serving(timeout=120, names=SERVICES)
         asyncio.run(run(args, stack))

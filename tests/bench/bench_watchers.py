@@ -37,13 +37,11 @@ import random
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import grpc
 
@@ -52,9 +50,8 @@ from arbiter.contracts import arena_pb2_grpc, tournament_pb2_grpc
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.kit.events import timestamp
-from arbiter_tools.devstack.infra import scratch_database
 from arbiter_tools.devstack.processes import set_niceness
-from arbiter_tools.devstack.stack import SystemStack
+from arbiter_tools.devstack.stack import SystemStack, scratch_stack
 from arbiter_tools.simulator.bench.host import process_cpu_seconds
 from arbiter_tools.simulator.bench.readings import scrape
 
@@ -349,15 +346,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.calls > 198:
         parser.error("--calls: a tournament seats 200 at most (T-3)")
-    environ = dict(os.environ)
-    with scratch_database(environ), tempfile.TemporaryDirectory(prefix="bench-watchers-") as state, SystemStack(
-        Path(state), free_ports=True, environ=environ, say=lambda line: print("  " + line),
+    with scratch_stack(
+        "bench-watchers-",
         # A per-competition limit above the crowd, so that the phases measure the crowd, not refusals.
         extra_env={"WATCH_MAX_WATCHERS": str(max(args.watchers, 1000)),
                    "WATCH_MAX_STREAMS": str(max(args.watchers, 2000))},
         service_extra_env={"arena": {"RATING_GRPC_ADDR": ""}},
     ) as stack:
-        stack.start_infrastructure()
         stack.start_services(SERVICES)
         stack.wait_serving(timeout=120, names=SERVICES)
         asyncio.run(run(args, stack))

@@ -7,11 +7,14 @@ import os
 import secrets
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -24,6 +27,7 @@ from arbiter_tools.devstack.infra import (
     create_database,
     postgres_reachable,
     redis_reachable,
+    scratch_database,
     start_kafka_gate,
     start_redis,
     start_tansu,
@@ -459,3 +463,17 @@ def _answers(variable: str, address: str, reachable: Callable[[str], bool],
 def _kafka_reachable(bootstrap: str) -> bool:
     host, _, port = bootstrap.split(",")[0].rpartition(":")
     return bool(port.isdigit()) and port_open(host or "127.0.0.1", int(port))
+
+
+@contextmanager
+def scratch_stack(prefix: str, **options: Any) -> Iterator[SystemStack]:
+    """A benchmark's stack: free ports, a temporary state directory, a fresh database, infrastructure started.
+
+    `options` are SystemStack's own (extra_env, time_scale, ...); the stack's lines are printed indented.
+    """
+    environ = dict(os.environ)
+    with scratch_database(environ), tempfile.TemporaryDirectory(prefix=prefix) as state, SystemStack(
+        Path(state), free_ports=True, environ=environ, say=lambda line: print("  " + line), **options,
+    ) as stack:
+        stack.start_infrastructure()
+        yield stack
