@@ -612,8 +612,11 @@ class LiveStore:
             if decidable is None:
                 return await self._claim(keys=keys, args=[now_ms, lease_until_ms, limit, self.epoch])
             window = limit * CHOSEN_LOOKAHEAD
-            due = await self.redis.zrangebyscore(self.deadlines, "-inf", now_ms, start=0, num=window)
-            expired = await self.redis.zrangebyscore(self.inflight, "-inf", now_ms, start=0, num=window)
+            # One round trip for both reads: a replica among several polls this on every tick.
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.zrangebyscore(self.deadlines, "-inf", now_ms, start=0, num=window)
+                pipe.zrangebyscore(self.inflight, "-inf", now_ms, start=0, num=window)
+                due, expired = await pipe.execute()
             chosen = [game_id for game_id in dict.fromkeys(m.decode() for m in [*due, *expired])
                       if decidable(game_id)][:limit]
             return await self._claim_chosen(keys=keys, args=[now_ms, lease_until_ms, self.epoch, *chosen])

@@ -14,7 +14,7 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -242,7 +242,7 @@ class Rounds:
             if not pairing_reads_history(fmt):
                 # A Berger table needs no history (T-14) and is a lookup: no hop to another thread.
                 return pair_round(fmt, seats, history, byes, *plan)
-            return await self._compute(pair_from_rows, fmt, *as_rows(seats, history, byes), *plan)
+            return await self._pair_off_loop(fmt, seats, history, byes, plan)
         except PairingError as error:
             return error
 
@@ -303,9 +303,12 @@ class Rounds:
         ], now)
         return [event for item in rounds for event in round_events(item, now)]
 
-    async def _compute(self, function: Callable[..., T], *args: Any) -> T:
-        """Run CPU-bound rules (the Swiss engine) off the event loop: in the process pool when there is one."""
+    async def _pair_off_loop(self, fmt: Format, seats: Sequence[Entrant], history: Sequence[PlayedGame[str]],
+                             byes: Sequence[Bye[str]], plan: tuple[int, int, int]) -> RoundDraw:
+        """The Swiss engine (CPU-bound) off the event loop: in the process pool when there is one, else a thread."""
+        if self.executor is None:
+            # A thread shares the records as they are: only a worker process needs them sent as plain tuples.
+            return await asyncio.to_thread(pair_round, fmt, seats, history, byes, *plan)
         loop = asyncio.get_running_loop()
-        if self.executor is not None:
-            return await loop.run_in_executor(self.executor, functools.partial(function, *args))
-        return await asyncio.to_thread(function, *args)
+        return await loop.run_in_executor(
+            self.executor, functools.partial(pair_from_rows, fmt, *as_rows(seats, history, byes), *plan))
