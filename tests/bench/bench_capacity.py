@@ -34,7 +34,6 @@ import asyncio
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,8 +62,8 @@ from arbiter.kit import events
 from arbiter.kit.kafka import outbox_publisher
 from arbiter.kit.timesource import TimeSource
 from arbiter_tools.chaos import commit_at_ends, group_lag, true_ends
-from arbiter_tools.devstack.infra import postgres_reachable
-from arbiter_tools.devstack.processes import ManagedProcess, free_port, wait_for_port
+from arbiter_tools.chaos.faults import PrivatePostgres
+from arbiter_tools.devstack.infra import create_database, with_database
 from arbiter_tools.devstack.stack import SERVICE_NAMES, SystemStack
 from arbiter_tools.simulator.behaviour import Behaviour, Profiles
 from arbiter_tools.simulator.bench.host import host_cpu_ticks, host_load
@@ -76,7 +75,6 @@ from arbiter_tools.simulator.scenario import TOURNAMENT_LEAD_SECONDS
 
 TIME_SCALE = 60.0
 FETCH_WAIT_MS = 20
-POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
 DATABASE = "arbiter_capacity"
 # Requests in flight at once in the join stages: enough to keep a service busy (a closed loop).
 JOIN_CONCURRENCY = 32
@@ -87,70 +85,27 @@ ROUND_ROBIN_CONCURRENCY = 4
 # -- a PostgreSQL of this run ----------------------------------------------------------------------
 
 
-def postgres_binaries() -> Path:
-    """The machine's PostgreSQL server binaries (pg_config's BINDIR when the Debian path is absent)."""
-    if (POSTGRES_BIN / "postgres").exists():
-        return POSTGRES_BIN
-    found = shutil.which("pg_config")
-    if found:
-        return Path(subprocess.run([found, "--bindir"], capture_output=True, text=True, check=True).stdout.strip())
-    raise RuntimeError("no PostgreSQL server binaries on this machine (pg_config not found)")
-
-
-def as_postgres_user() -> list[str]:
-    """The prefix that runs a PostgreSQL binary as the `postgres` account when this is root (initdb refuses root)."""
-    if os.geteuid() != 0:
-        return []
-    return ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"]
-
-
-def start_own_postgres(state: Path, log_path: Path) -> tuple[ManagedProcess, str]:
-    """A throwaway PostgreSQL server with pg_stat_statements preloaded; the process and its server URL."""
-    binaries = postgres_binaries()
-    data, sockets = state / "pgdata", state / "pgsock"
-    for directory in (state, data, sockets):
-        directory.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:
-        shutil.chown(state, "postgres", "postgres")
-        for directory in (data, sockets):
-            shutil.chown(directory, "postgres", "postgres")
-    subprocess.run([*as_postgres_user(), str(binaries / "initdb"), "-D", str(data), "-U", "postgres",
-                    "--auth=trust", "--no-sync"], check=True, capture_output=True)
-    port = free_port()
-    process = ManagedProcess("postgres", [
-        *as_postgres_user(), str(binaries / "postgres"), "-D", str(data), "-p", str(port), "-k", str(sockets),
-        "-c", "listen_addresses=127.0.0.1", "-c", "shared_preload_libraries=pg_stat_statements",
-        "-c", "pg_stat_statements.track=top", "-c", "pg_stat_statements.max=5000",
-        "-c", "max_connections=300", "-c", "shared_buffers=256MB", "-c", "track_io_timing=off",
-    ], log_path).start()
-    wait_for_port("127.0.0.1", port, 60, process)
-    url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    # The port opens before the server accepts sessions (recovery, start-up).
-    deadline = time.monotonic() + 60
-    while not postgres_reachable(url):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"PostgreSQL on port {port} accepts no session after 60 s; see {log_path}")
-        time.sleep(0.2)
-    return process, url
+def start_own_postgres(state: Path) -> PrivatePostgres:
+    """A throwaway PostgreSQL server, durable as a deployment's, with pg_stat_statements preloaded."""
+    return PrivatePostgres(state, max_connections=300, durable=True, settings={
+        "shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "top",
+        "pg_stat_statements.max": "5000", "shared_buffers": "256MB", "track_io_timing": "off",
+    }).init()
 
 
 async def prepare_database(server_url: str) -> dict[str, str]:
     """The run's database, pg_stat_statements in it, and one superuser role per service; each service's URL."""
-    host = server_url.split("@", 1)[1].rsplit("/", 1)[0]
-    connection = await asyncpg.connect(server_url)
+    database_url = await create_database(server_url, DATABASE)
+    connection = await asyncpg.connect(database_url)
     try:
-        await connection.execute(f'CREATE DATABASE "{DATABASE}"')
+        await connection.execute("CREATE EXTENSION pg_stat_statements")
         for name in SERVICE_NAMES:
             # Superusers: each service creates its own schema and reads its own tables in this throwaway cluster.
             await connection.execute(f'CREATE ROLE "svc_{name}" LOGIN SUPERUSER')
     finally:
         await connection.close()
-    inside = await asyncpg.connect(f"postgresql://postgres@{host}/{DATABASE}")
-    try:
-        await inside.execute("CREATE EXTENSION pg_stat_statements")
-    finally:
-        await inside.close()
-    return {name: f"postgresql://svc_{name}@{host}/{DATABASE}" for name in SERVICE_NAMES}
+    return {name: database_url.replace("postgresql://postgres@", f"postgresql://svc_{name}@", 1)
+            for name in SERVICE_NAMES}
 
 
 # -- one moment of the system ----------------------------------------------------------------------
@@ -188,7 +143,7 @@ class Probe:
 
     stack: SystemStack
     server_url: str
-    postgres: ManagedProcess
+    postgres: PrivatePostgres
 
     def processes(self) -> dict[str, psutil.Process]:
         """Each service's process, the infrastructure servers of this run and this driver."""
@@ -852,11 +807,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-capacity-") as scratch:
         state = Path(scratch)
         os.chmod(state, 0o755)
-        postgres, server_url = start_own_postgres(state / "pg", state / "postgres.log")
+        postgres = start_own_postgres(state / "pg")
+        server_url = postgres.url
         stack: SystemStack | None = None
         try:
             urls = asyncio.run(prepare_database(server_url))
-            environ["DATABASE_URL"] = server_url.rsplit("/", 1)[0] + f"/{DATABASE}"
+            environ["DATABASE_URL"] = with_database(server_url, DATABASE)
             stack = SystemStack(state / "stack", time_scale=TIME_SCALE, free_ports=True, environ=environ,
                                 say=lambda line: print("  " + line, flush=True),
                                 extra_env={"WATCH_MAX_WATCHERS": str(max(args.watchers, 1000)),
@@ -876,7 +832,7 @@ def main() -> int:
         finally:
             if stack is not None:
                 stack.stop()
-            postgres.stop()
+            postgres.close()
     report = {"started_at": started_at, "host": os.uname().nodename, "cpus": args.cpus or "all",
               "stages": [{**stage.__dict__, "per_event": per_event(stage)} for stage in stages]}
     args.json_out.write_text(json.dumps(report, indent=2, default=str))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import asyncpg
 import grpc
+import psutil
 import pytest
 import redis
 
@@ -47,6 +48,25 @@ def test_a_private_cluster_is_stopped_as_by_a_crash_and_keeps_what_was_committed
         cluster.close()
     assert counts.postgres_restarts == 1 and counts.by_kind()["postgres_restarts"] == 1
     assert not cluster.directory.exists()
+
+
+def test_a_durable_cluster_runs_with_the_settings_it_was_given() -> None:
+    cluster = PrivatePostgres(Path(tempfile.mkdtemp(prefix="arbiter-chaos-pg-test-")), durable=True,
+                              settings={"work_mem": "8MB"})
+
+    async def settings() -> tuple[str, str]:
+        connection = await asyncpg.connect(cluster.url)
+        try:
+            return await connection.fetchval("SHOW fsync"), await connection.fetchval("SHOW work_mem")
+        finally:
+            await connection.close()
+
+    try:
+        cluster.init()
+        assert asyncio.run(settings()) == ("on", "8MB")
+        assert psutil.Process(cluster.pid).name().startswith("postgres")  # the postmaster a bench measures
+    finally:
+        cluster.close()
 
 
 def test_a_killed_redis_comes_back_empty_on_its_port(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -293,10 +293,14 @@ class PrivatePostgres:
     """A PostgreSQL cluster of the chaos run's own (initdb + pg_ctl in `directory`, on a free port),
     which a fault may stop and start for real without touching the machine's server."""
 
-    def __init__(self, directory: Path, bin_dir: Path | None = None, max_connections: int = 200) -> None:
+    def __init__(self, directory: Path, bin_dir: Path | None = None, max_connections: int = 200,
+                 durable: bool = False, settings: Mapping[str, str] | None = None) -> None:
         self.directory = directory
         self.bin_dir = bin_dir or postgres_bin_dir()
         self.max_connections = max_connections
+        # A chaos run wants speed (fsync off); a benchmark wants the commits a deployment pays for.
+        self.durable = durable
+        self.settings = dict(settings or {})
         self.port = free_port()
         self.data = directory / "data"
         self.log_path = directory / "postgres.log"
@@ -320,10 +324,17 @@ class PrivatePostgres:
 
     def start(self) -> PrivatePostgres:
         """Start the server and wait until it accepts connections."""
-        options = (f"-p {self.port} -h 127.0.0.1 -k {self.directory} -c fsync=off "
-                   f"-c max_connections={self.max_connections}")
+        settings = {"fsync": "on" if self.durable else "off", "max_connections": str(self.max_connections),
+                    **self.settings}
+        options = " ".join([f"-p {self.port} -h 127.0.0.1 -k {self.directory}",
+                            *(f"-c {name}={value}" for name, value in settings.items())])
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log_path), "-o", options, "-w", "-t", "60", "start")
         return self
+
+    @property
+    def pid(self) -> int:
+        """The running server's (postmaster's) process id."""
+        return int((self.data / "postmaster.pid").read_text().split("\n", 1)[0])
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (`fast`: every session ended, a clean shutdown; `immediate`: as a crash)."""
