@@ -78,8 +78,6 @@ FETCH_WAIT_MS = 20
 DATABASE = "arbiter_capacity"
 # Requests in flight at once in the join stages: enough to keep a service busy (a closed loop).
 JOIN_CONCURRENCY = 32
-# Round robins created and filled at once: few enough that each one's joins fit in its T-4 lead.
-ROUND_ROBIN_CONCURRENCY = 4
 
 
 # -- a PostgreSQL of this run ----------------------------------------------------------------------
@@ -498,7 +496,7 @@ async def drive_results(run: Run, stage: Stage, window: Window) -> None:
     await from_now_on(run, playsite)
     try:
         playsite.holding = True
-        created = await create_round_robins(run.target, count, 16, prefix, concurrency=ROUND_ROBIN_CONCURRENCY)
+        created = await create_round_robins(run.target, count, 16, prefix)
         games = len(created) * 8
         real_lead = run.target.time_source.real_seconds(TOURNAMENT_LEAD_SECONDS) + 1
         await wait_until(lambda: playsite.backlog >= games, real_lead + 60)
@@ -539,7 +537,7 @@ async def drive_played(run: Run, stage: Stage, window: Window) -> None:
     await run.quiet()
     await from_now_on(run, playsite)
     try:
-        created = await create_round_robins(run.target, count, 8, prefix, concurrency=ROUND_ROBIN_CONCURRENCY)
+        created = await create_round_robins(run.target, count, 8, prefix)
         real_lead = run.target.time_source.real_seconds(TOURNAMENT_LEAD_SECONDS) + 1
         await wait_until(lambda: playsite.stats.requested >= count * 4, real_lead + 60)
         # Now, not once the consumers are idle: they will not be before every game is over.

@@ -154,8 +154,13 @@ PAIRING_PARTS = (
 )
 
 
+# Round robins created and filled at once: few enough that each one's joins land within its T-4 lead
+# on a slow or busy host (docs/performance.md, bench_capacity.py's round robins).
+ROUND_ROBINS_FILLED_AT_ONCE = 4
+
+
 async def create_round_robins(target: Target, count: int, entrants: int, prefix: str,
-                              concurrency: int = 16) -> list[str]:
+                              concurrency: int = ROUND_ROBINS_FILLED_AT_ONCE) -> list[str]:
     """`count` round robins of `entrants` (threshold 20, T-2), all starting after the T-4 minimum."""
     # The load generator counts a refused call; it does not wait for the service to come back.
     channel = channel_to(target.pairing, target.auth_signing_key, caller="bench", ride_out_seconds=0.0)
