@@ -49,9 +49,10 @@ static inline void big_zero(limb_t *a, int L) { memset(a, 0, (size_t)L * sizeof(
 
 static inline void big_copy(limb_t *d, const limb_t *a, int L) { memcpy(d, a, (size_t)L * sizeof(limb_t)); }
 
+/* From the top limb down: the weights' and slacks' highest fields are the ones most often set. */
 static inline int big_is_zero(const limb_t *a, int L)
 {
-    for (int i = 0; i < L; i++)
+    for (int i = L - 1; i >= 0; i--)
         if (a[i]) return 0;
     return 1;
 }
@@ -165,6 +166,8 @@ typedef struct {
     limb_t *dual;     /* 2n*L: vertex duals, then blossom duals */
     int *mate;        /* matched vertex, or -1 */
     char *active;     /* still in the graph (finalised pairs leave it) */
+    int *alive;       /* the active vertices in increasing order: the loops visit them, not all n */
+    int nalive;
     int *top;         /* top-level blossom of each vertex */
     int *parent;      /* 2n: enclosing blossom, or -1 */
     int *base;        /* 2n: base vertex; -1 for an unused blossom slot */
@@ -181,6 +184,9 @@ typedef struct {
     int *reach_from;
     int *best_s;      /* n: for a vertex outside the S-blossoms, its least-slack S neighbour */
     int *sb;          /* n: for an S vertex, its least-slack S neighbour in another blossom when last scanned */
+    /* the slacks of the edges (v, best_s[v]) and (v, sb[v]), kept up to date as the duals move:
+       the scans compare with them instead of computing them again */
+    limb_t *best_slack, *sb_slack;
     int *queue;
     int qhead, qtail;
     int *dirty;       /* vertices that may be exposed with a positive dual */
@@ -195,6 +201,8 @@ typedef struct {
 
 #define W2(M, u, v) ((M)->w2 + ((size_t)(u) * (M)->n + (v)) * (M)->L)
 #define DUAL(M, x) ((M)->dual + (size_t)(x) * (M)->L)
+#define BEST_SLACK(M, v) ((M)->best_slack + (size_t)(v) * (M)->L)
+#define SB_SLACK(M, v) ((M)->sb_slack + (size_t)(v) * (M)->L)
 
 static void matcher_free(Matcher *M)
 {
@@ -206,9 +214,9 @@ static void matcher_free(Matcher *M)
             free(M->ey[b]);
         }
     free(M->child); free(M->ex); free(M->ey);
-    free(M->w2); free(M->dual); free(M->mate); free(M->active); free(M->top); free(M->parent);
+    free(M->w2); free(M->dual); free(M->mate); free(M->active); free(M->alive); free(M->top); free(M->parent);
     free(M->base); free(M->nchild); free(M->free_slot); free(M->label); free(M->lfrom); free(M->lto);
-    free(M->reached); free(M->mark); free(M->reach_from); free(M->best_s); free(M->sb); free(M->queue);
+    free(M->reached); free(M->mark); free(M->reach_from); free(M->best_s); free(M->sb); free(M->best_slack); free(M->sb_slack); free(M->queue);
     free(M->dirty); free(M->in_dirty); free(M->leaves); free(M->path_b); free(M->path_x); free(M->path_y);
     free(M->t1); free(M->t2); free(M->delta); free(M->reset_dual);
     free(M);
@@ -225,6 +233,7 @@ static Matcher *matcher_new(int n, int L)
     M->dual = calloc((size_t)n2 * L, sizeof(limb_t));
     M->mate = malloc(sizeof(int) * n2);
     M->active = calloc(n2, 1);
+    M->alive = malloc(sizeof(int) * n2);
     M->top = malloc(sizeof(int) * n2);
     M->parent = malloc(sizeof(int) * n2);
     M->base = malloc(sizeof(int) * n2);
@@ -241,6 +250,8 @@ static Matcher *matcher_new(int n, int L)
     M->reach_from = malloc(sizeof(int) * n2);
     M->best_s = malloc(sizeof(int) * n2);
     M->sb = malloc(sizeof(int) * n2);
+    M->best_slack = calloc((size_t)n2 * L, sizeof(limb_t));
+    M->sb_slack = calloc((size_t)n2 * L, sizeof(limb_t));
     M->queue = malloc(sizeof(int) * (n2 + 1));
     M->dirty = malloc(sizeof(int) * n2);
     M->in_dirty = calloc(n2, 1);
@@ -252,9 +263,9 @@ static Matcher *matcher_new(int n, int L)
     M->t2 = calloc(L, sizeof(limb_t));
     M->delta = calloc(L, sizeof(limb_t));
     M->reset_dual = calloc(L, sizeof(limb_t));
-    if (!M->w2 || !M->dual || !M->mate || !M->active || !M->top || !M->parent || !M->base || !M->nchild
+    if (!M->w2 || !M->dual || !M->mate || !M->active || !M->alive || !M->top || !M->parent || !M->base || !M->nchild
         || !M->child || !M->ex || !M->ey || !M->free_slot || !M->label || !M->lfrom || !M->lto
-        || !M->reached || !M->mark || !M->reach_from || !M->best_s || !M->sb || !M->queue || !M->dirty
+        || !M->reached || !M->mark || !M->reach_from || !M->best_s || !M->sb || !M->best_slack || !M->sb_slack || !M->queue || !M->dirty
         || !M->in_dirty || !M->leaves || !M->path_b || !M->path_x || !M->path_y || !M->t1 || !M->t2
         || !M->delta || !M->reset_dual) {
         matcher_free(M);
@@ -283,6 +294,16 @@ static Matcher *matcher_new(int n, int L)
         M->best_s[v] = -1;
     }
     return M;
+}
+
+/* Every vertex in the graph. */
+static void matcher_activate_all(Matcher *M)
+{
+    for (int v = 0; v < M->n; v++) {
+        M->active[v] = 1;
+        M->alive[v] = v;
+    }
+    M->nalive = M->n;
 }
 
 static inline void edge_slack(Matcher *M, int u, int v, limb_t *out);
@@ -359,8 +380,19 @@ static void set_top(Matcher *M, int b, int t)
 /* slack of edge (u, v) between different top-level blossoms into out; the edge must exist */
 static inline void edge_slack(Matcher *M, int u, int v, limb_t *out)
 {
+#ifdef __SIZEOF_INT128__
+    /* dual(u) + dual(v) - w2(u, v) in one pass: the scans of a stage spend most of their time here */
+    const limb_t *a = DUAL(M, u), *b = DUAL(M, v), *c = W2(M, u, v);
+    __int128 carry = 0;
+    for (int i = 0; i < M->L; i++) {
+        __int128 r = (__int128)a[i] + b[i] - c[i] + carry;
+        out[i] = (limb_t)r;
+        carry = r >> 64;
+    }
+#else
     big_add(out, DUAL(M, u), DUAL(M, v), M->L);
     big_sub(out, out, W2(M, u, v), M->L);
+#endif
 }
 
 /* The child of b that contains vertex v. */
@@ -486,8 +518,9 @@ static void matcher_set_edges(Matcher *M, int v, const int *us, const limb_t *w2
     }
     limb_t *need = M->t1, *x = M->t2;
     big_zero(need, L);
-    for (int u = 0; u < M->n; u++) {
-        if (u == v || !M->active[u]) continue;
+    for (int i = 0; i < M->nalive; i++) {
+        int u = M->alive[i];
+        if (u == v) continue;
         const limb_t *w = W2(M, v, u);
         if (big_is_zero(w, L) || big_cmp(w, DUAL(M, u), L) <= 0) continue;
         big_sub(x, w, DUAL(M, u), L);
@@ -521,7 +554,7 @@ static void matcher_set_edges(Matcher *M, int v, const int *us, const limb_t *w2
  */
 static void matcher_redual(Matcher *M, const int *verts, int k)
 {
-    int n = M->n, L = M->L;
+    int L = M->L;
     char *mark = M->mark;
     for (int i = 0; i < k; i++)
         if (M->top[verts[i]] != verts[i]) matcher_isolate(M, verts[i]);
@@ -530,8 +563,9 @@ static void matcher_redual(Matcher *M, const int *verts, int k)
     for (int i = 0; i < k; i++) {
         int v = verts[i];
         big_zero(need, L);
-        for (int u = 0; u < n; u++) {
-            if (u == v || !M->active[u]) continue;
+        for (int j = 0; j < M->nalive; j++) {
+            int u = M->alive[j];
+            if (u == v) continue;
             const limb_t *w = W2(M, v, u);
             if (big_is_zero(w, L)) continue;
             if (mark[u]) {
@@ -551,8 +585,9 @@ static void matcher_redual(Matcher *M, const int *verts, int k)
         for (int i = 0; i < k; i++) {
             int v = verts[i];
             big_zero(need, L);
-            for (int u = 0; u < n; u++) {
-                if (u == v || !M->active[u]) continue;
+            for (int j = 0; j < M->nalive; j++) {
+                int u = M->alive[j];
+                if (u == v) continue;
                 const limb_t *w = W2(M, v, u);
                 if (big_is_zero(w, L) || big_cmp(w, DUAL(M, u), L) <= 0) continue;
                 big_sub(x, w, DUAL(M, u), L);
@@ -577,8 +612,9 @@ static void matcher_redual(Matcher *M, const int *verts, int k)
         int v = verts[i];
         mark[v] = 0;
         if (M->mate[v] >= 0 || big_is_zero(DUAL(M, v), L)) continue;
-        for (int u = 0; u < n; u++) {
-            if (u == v || !M->active[u] || M->top[u] != u || M->mate[u] >= 0 || big_is_zero(W2(M, v, u), L)) continue;
+        for (int j = 0; j < M->nalive; j++) {
+            int u = M->alive[j];
+            if (u == v || M->top[u] != u || M->mate[u] >= 0 || big_is_zero(W2(M, v, u), L)) continue;
             edge_slack(M, v, u, x);
             if (big_is_zero(x, L)) {
                 M->mate[v] = u;
@@ -596,6 +632,12 @@ static void matcher_remove(Matcher *M, int v)
     matcher_isolate(M, v);
     M->active[v] = 0;
     big_zero(DUAL(M, v), M->L);
+    int i = 0;
+    while (i < M->nalive && M->alive[i] != v) i++;
+    if (i < M->nalive) {
+        memmove(M->alive + i, M->alive + i + 1, sizeof(int) * (size_t)(M->nalive - i - 1));
+        M->nalive--;
+    }
 }
 
 /* ---- one stage: grow an alternating tree from one root ---- */
@@ -807,8 +849,9 @@ static int rescan_best_s(Matcher *M, int x)
 {
     int L = M->L, best = -1;
     limb_t *s = M->t1, *b = M->t2;
-    for (int y = 0; y < M->n; y++) {
-        if (!M->active[y] || M->top[y] == M->top[x] || M->label[M->top[y]] != S_LABEL) continue;
+    for (int i = 0; i < M->nalive; i++) {
+        int y = M->alive[i];
+        if (M->top[y] == M->top[x] || M->label[M->top[y]] != S_LABEL) continue;
         if (big_is_zero(W2(M, x, y), L)) continue;
         edge_slack(M, x, y, s);
         if (best < 0 || big_cmp(s, b, L) < 0) {
@@ -816,6 +859,7 @@ static int rescan_best_s(Matcher *M, int x)
             big_copy(b, s, L);
         }
     }
+    if (best >= 0) big_copy(SB_SLACK(M, x), b, L);
     return best;
 }
 
@@ -835,13 +879,14 @@ static void stage(Matcher *M, int r)
     M->qhead = M->qtail = 0;
     int root = M->base[r];
     label_s(M, root, -1);
-    limb_t *sl = M->t1, *cmpbuf = M->t2, *delta = M->delta;
+    limb_t *sl = M->t1, *delta = M->delta;
     for (;;) {
         while (M->qhead < M->qtail) {
             int v = M->queue[M->qhead++];
             if (M->label[M->top[v]] != S_LABEL) continue;
-            for (int w = 0; w < n; w++) {
-                if (w == v || !M->active[w]) continue;
+            for (int i = 0; i < M->nalive; i++) {
+                int w = M->alive[i];
+                if (w == v) continue;
                 int bv = M->top[v], bw = M->top[w];
                 if (bv == bw) continue;
                 const limb_t *ww = W2(M, v, w);
@@ -858,11 +903,9 @@ static void stage(Matcher *M, int r)
                         add_blossom(M, bb, v, w);
                     } else {
                         /* keep v's least-slack edge to another S-blossom */
-                        if (M->sb[v] < 0) {
+                        if (M->sb[v] < 0 || big_cmp(sl, SB_SLACK(M, v), L) < 0) {
                             M->sb[v] = w;
-                        } else {
-                            edge_slack(M, v, M->sb[v], cmpbuf);
-                            if (big_cmp(sl, cmpbuf, L) < 0) M->sb[v] = w;
+                            big_copy(SB_SLACK(M, v), sl, L);
                         }
                     }
                 } else if (M->label[bw] == T_LABEL) {
@@ -870,11 +913,9 @@ static void stage(Matcher *M, int r)
                     if (tight) {
                         M->reached[w] = 1;
                         M->reach_from[w] = v;
-                    } else if (M->best_s[w] < 0) {
+                    } else if (M->best_s[w] < 0 || big_cmp(sl, BEST_SLACK(M, w), L) < 0) {
                         M->best_s[w] = v;
-                    } else {
-                        edge_slack(M, w, M->best_s[w], cmpbuf);
-                        if (big_cmp(sl, cmpbuf, L) < 0) M->best_s[w] = v;
+                        big_copy(BEST_SLACK(M, w), sl, L);
                     }
                 } else {
                     if (tight) {
@@ -883,11 +924,9 @@ static void stage(Matcher *M, int r)
                             goto end_of_stage;
                         }
                         label_t(M, w, v);
-                    } else if (M->best_s[w] < 0) {
+                    } else if (M->best_s[w] < 0 || big_cmp(sl, BEST_SLACK(M, w), L) < 0) {
                         M->best_s[w] = v;
-                    } else {
-                        edge_slack(M, w, M->best_s[w], cmpbuf);
-                        if (big_cmp(sl, cmpbuf, L) < 0) M->best_s[w] = v;
+                        big_copy(BEST_SLACK(M, w), sl, L);
                     }
                 }
             }
@@ -895,8 +934,9 @@ static void stage(Matcher *M, int r)
         /* no tight edge leads further: change the duals */
         int type = 0, tv = -1;
         /* type 1: an S vertex reaches zero (the root first among equals: nothing to flip) */
-        for (int v = 0; v < n; v++) {
-            if (!M->active[v] || M->label[M->top[v]] != S_LABEL) continue;
+        for (int i = 0; i < M->nalive; i++) {
+            int v = M->alive[i];
+            if (M->label[M->top[v]] != S_LABEL) continue;
             int c = type ? big_cmp(DUAL(M, v), delta, L) : -1;
             if (c < 0 || (c == 0 && v == root)) {
                 type = 1;
@@ -905,23 +945,24 @@ static void stage(Matcher *M, int r)
             }
         }
         /* type 2: an edge from S to a free vertex becomes tight */
-        for (int v = 0; v < n; v++) {
-            if (!M->active[v] || M->best_s[v] < 0 || M->label[M->top[v]] != FREE) continue;
-            edge_slack(M, v, M->best_s[v], sl);
-            if (big_cmp(sl, delta, L) < 0) {
+        for (int i = 0; i < M->nalive; i++) {
+            int v = M->alive[i];
+            if (M->best_s[v] < 0 || M->label[M->top[v]] != FREE) continue;
+            if (big_cmp(BEST_SLACK(M, v), delta, L) < 0) {
                 type = 2;
                 tv = M->best_s[v];
-                big_copy(delta, sl, L);
+                big_copy(delta, BEST_SLACK(M, v), L);
             }
         }
         /* type 3: an edge between two S-blossoms becomes tight (both ends move); a vertex whose
            best edge has come inside its own blossom looks again */
-        for (int x = 0; x < n; x++) {
-            if (!M->active[x] || M->label[M->top[x]] != S_LABEL) continue;
+        for (int i = 0; i < M->nalive; i++) {
+            int x = M->alive[i];
+            if (M->label[M->top[x]] != S_LABEL) continue;
             int y = M->sb[x];
             if (y >= 0 && M->top[y] == M->top[x]) y = M->sb[x] = rescan_best_s(M, x);
             if (y < 0) continue;
-            edge_slack(M, x, y, sl);
+            big_copy(sl, SB_SLACK(M, x), L);
             big_half(sl, L);
             if (big_cmp(sl, delta, L) < 0) {
                 type = 3;
@@ -940,11 +981,22 @@ static void stage(Matcher *M, int r)
         }
         /* apply */
         if (!big_is_zero(delta, L)) {
-            for (int v = 0; v < n; v++) {
-                if (!M->active[v]) continue;
+            for (int i = 0; i < M->nalive; i++) {
+                int v = M->alive[i];
                 char lb = M->label[M->top[v]];
-                if (lb == S_LABEL) big_sub(DUAL(M, v), DUAL(M, v), delta, L);
-                else if (lb == T_LABEL) big_add(DUAL(M, v), DUAL(M, v), delta, L);
+                if (lb == S_LABEL) {
+                    big_sub(DUAL(M, v), DUAL(M, v), delta, L);
+                    /* both ends of (v, sb[v]) are S vertices: its slack falls twice */
+                    if (M->sb[v] >= 0) {
+                        big_sub(SB_SLACK(M, v), SB_SLACK(M, v), delta, L);
+                        big_sub(SB_SLACK(M, v), SB_SLACK(M, v), delta, L);
+                    }
+                } else if (lb == T_LABEL) {
+                    big_add(DUAL(M, v), DUAL(M, v), delta, L);
+                } else if (M->best_s[v] >= 0) {
+                    /* a free vertex keeps its dual; the S end of its best edge loses delta */
+                    big_sub(BEST_SLACK(M, v), BEST_SLACK(M, v), delta, L);
+                }
             }
             for (int b = n; b < 2 * n; b++) {
                 if (M->base[b] < 0 || M->parent[b] >= 0) continue;
@@ -1278,10 +1330,8 @@ static int dutch_pair(const Field *F, int *result)
     if (!Y->group || !counts || !Y->shift || !M || !D.final_mate || !D.matched || !D.removed || !D.stable || !D.wbuf
         || !D.ubuf || !D.tmp || !D.base || !unplayed_rank || !cur || !remainder || !newcur || !initial)
         goto done;
-    for (int v = 0; v < n; v++) {
-        D.final_mate[v] = -1;
-        M->active[v] = 1;
-    }
+    for (int v = 0; v < n; v++) D.final_mate[v] = -1;
+    matcher_activate_all(M);
     /* every weight stays below 2^(pos+2); duals start at twice that (weights are doubled) */
     big_zero(initial, L);
     big_add_at(initial, 1, pos + 3, L);
@@ -1824,7 +1874,7 @@ static PyObject *py_matching(PyObject *self, PyObject *args)
     int *us = malloc(sizeof(int) * n);
     limb_t *initial = calloc(L, sizeof(limb_t));
     if (!out || !w || !us || !initial) goto fail;
-    for (int v = 0; v < n; v++) M->active[v] = 1;
+    matcher_activate_all(M);
     PyObject *fast = PySequence_Fast(edges, "edges");
     if (!fast) goto fail;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++) {
