@@ -70,6 +70,8 @@ FIREHOSE_WARM_UP_SECONDS = 1.0
 # The benchmark's play sites keep nothing they published: no broker is lost there, and at its rates
 # the kept events would grow the process with every result it publishes.
 BENCH_KEEP_PUBLISHED_SECONDS = 0.0
+# The longest the played stage's window is drawn out past `played_seconds` for its first result.
+PLAYED_RESULT_WAIT_SECONDS = 90.0
 
 
 @dataclass(frozen=True)
@@ -223,6 +225,9 @@ async def played_stage(target: Target, config: BenchConfig, say: Callable[[str],
         moves_before, finished_before = playsite.stats.moves, playsite.stats.finished
         started = time.monotonic()
         await asyncio.sleep(config.played_seconds)
+        # A rate of results needs one result at least: on a slow or busy host no game may end within
+        # a short window (random games of a hundred moves and more), so the window waits for one.
+        await wait_until(lambda: playsite.stats.finished > finished_before, PLAYED_RESULT_WAIT_SECONDS)
         elapsed = time.monotonic() - started
         cpu_after = (await Reading.read(target.metrics)).cpu()
         moves = playsite.stats.moves - moves_before
