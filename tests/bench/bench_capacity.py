@@ -63,7 +63,7 @@ from arbiter.kit.kafka import outbox_publisher
 from arbiter.kit.timesource import TimeSource
 from arbiter_tools.chaos import commit_at_ends, group_lag, true_ends
 from arbiter_tools.chaos.faults import PrivatePostgres
-from arbiter_tools.devstack.infra import create_database, with_database
+from arbiter_tools.devstack.infra import create_database, with_database, with_user
 from arbiter_tools.devstack.stack import SERVICE_NAMES, SystemStack
 from arbiter_tools.simulator.behaviour import Behaviour, Profiles
 from arbiter_tools.simulator.bench.host import host_cpu_ticks, host_load
@@ -102,8 +102,7 @@ async def prepare_database(server_url: str) -> dict[str, str]:
             await connection.execute(f'CREATE ROLE "svc_{name}" LOGIN SUPERUSER')
     finally:
         await connection.close()
-    return {name: database_url.replace("postgresql://postgres@", f"postgresql://svc_{name}@", 1)
-            for name in SERVICE_NAMES}
+    return {name: with_user(database_url, f"svc_{name}") for name in SERVICE_NAMES}
 
 
 # -- one moment of the system ----------------------------------------------------------------------

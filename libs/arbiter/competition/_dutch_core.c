@@ -166,8 +166,6 @@ typedef struct {
     limb_t *dual;     /* 2n*L: vertex duals, then blossom duals */
     int *mate;        /* matched vertex, or -1 */
     char *active;     /* still in the graph (finalised pairs leave it) */
-    int *alive;       /* the active vertices in increasing order: the loops visit them, not all n */
-    int nalive;
     int *top;         /* top-level blossom of each vertex */
     int *parent;      /* 2n: enclosing blossom, or -1 */
     int *base;        /* 2n: base vertex; -1 for an unused blossom slot */
@@ -214,7 +212,7 @@ static void matcher_free(Matcher *M)
             free(M->ey[b]);
         }
     free(M->child); free(M->ex); free(M->ey);
-    free(M->w2); free(M->dual); free(M->mate); free(M->active); free(M->alive); free(M->top); free(M->parent);
+    free(M->w2); free(M->dual); free(M->mate); free(M->active); free(M->top); free(M->parent);
     free(M->base); free(M->nchild); free(M->free_slot); free(M->label); free(M->lfrom); free(M->lto);
     free(M->reached); free(M->mark); free(M->reach_from); free(M->best_s); free(M->sb); free(M->best_slack); free(M->sb_slack); free(M->queue);
     free(M->dirty); free(M->in_dirty); free(M->leaves); free(M->path_b); free(M->path_x); free(M->path_y);
@@ -233,7 +231,6 @@ static Matcher *matcher_new(int n, int L)
     M->dual = calloc((size_t)n2 * L, sizeof(limb_t));
     M->mate = malloc(sizeof(int) * n2);
     M->active = calloc(n2, 1);
-    M->alive = malloc(sizeof(int) * n2);
     M->top = malloc(sizeof(int) * n2);
     M->parent = malloc(sizeof(int) * n2);
     M->base = malloc(sizeof(int) * n2);
@@ -263,7 +260,7 @@ static Matcher *matcher_new(int n, int L)
     M->t2 = calloc(L, sizeof(limb_t));
     M->delta = calloc(L, sizeof(limb_t));
     M->reset_dual = calloc(L, sizeof(limb_t));
-    if (!M->w2 || !M->dual || !M->mate || !M->active || !M->alive || !M->top || !M->parent || !M->base || !M->nchild
+    if (!M->w2 || !M->dual || !M->mate || !M->active || !M->top || !M->parent || !M->base || !M->nchild
         || !M->child || !M->ex || !M->ey || !M->free_slot || !M->label || !M->lfrom || !M->lto
         || !M->reached || !M->mark || !M->reach_from || !M->best_s || !M->sb || !M->best_slack || !M->sb_slack || !M->queue || !M->dirty
         || !M->in_dirty || !M->leaves || !M->path_b || !M->path_x || !M->path_y || !M->t1 || !M->t2
@@ -294,16 +291,6 @@ static Matcher *matcher_new(int n, int L)
         M->best_s[v] = -1;
     }
     return M;
-}
-
-/* Every vertex in the graph. */
-static void matcher_activate_all(Matcher *M)
-{
-    for (int v = 0; v < M->n; v++) {
-        M->active[v] = 1;
-        M->alive[v] = v;
-    }
-    M->nalive = M->n;
 }
 
 static inline void edge_slack(Matcher *M, int u, int v, limb_t *out);
@@ -518,9 +505,8 @@ static void matcher_set_edges(Matcher *M, int v, const int *us, const limb_t *w2
     }
     limb_t *need = M->t1, *x = M->t2;
     big_zero(need, L);
-    for (int i = 0; i < M->nalive; i++) {
-        int u = M->alive[i];
-        if (u == v) continue;
+    for (int u = 0; u < M->n; u++) {
+        if (u == v || !M->active[u]) continue;
         const limb_t *w = W2(M, v, u);
         if (big_is_zero(w, L) || big_cmp(w, DUAL(M, u), L) <= 0) continue;
         big_sub(x, w, DUAL(M, u), L);
@@ -554,7 +540,7 @@ static void matcher_set_edges(Matcher *M, int v, const int *us, const limb_t *w2
  */
 static void matcher_redual(Matcher *M, const int *verts, int k)
 {
-    int L = M->L;
+    int n = M->n, L = M->L;
     char *mark = M->mark;
     for (int i = 0; i < k; i++)
         if (M->top[verts[i]] != verts[i]) matcher_isolate(M, verts[i]);
@@ -563,9 +549,8 @@ static void matcher_redual(Matcher *M, const int *verts, int k)
     for (int i = 0; i < k; i++) {
         int v = verts[i];
         big_zero(need, L);
-        for (int j = 0; j < M->nalive; j++) {
-            int u = M->alive[j];
-            if (u == v) continue;
+        for (int u = 0; u < n; u++) {
+            if (u == v || !M->active[u]) continue;
             const limb_t *w = W2(M, v, u);
             if (big_is_zero(w, L)) continue;
             if (mark[u]) {
@@ -585,9 +570,8 @@ static void matcher_redual(Matcher *M, const int *verts, int k)
         for (int i = 0; i < k; i++) {
             int v = verts[i];
             big_zero(need, L);
-            for (int j = 0; j < M->nalive; j++) {
-                int u = M->alive[j];
-                if (u == v) continue;
+            for (int u = 0; u < n; u++) {
+                if (u == v || !M->active[u]) continue;
                 const limb_t *w = W2(M, v, u);
                 if (big_is_zero(w, L) || big_cmp(w, DUAL(M, u), L) <= 0) continue;
                 big_sub(x, w, DUAL(M, u), L);
@@ -612,9 +596,8 @@ static void matcher_redual(Matcher *M, const int *verts, int k)
         int v = verts[i];
         mark[v] = 0;
         if (M->mate[v] >= 0 || big_is_zero(DUAL(M, v), L)) continue;
-        for (int j = 0; j < M->nalive; j++) {
-            int u = M->alive[j];
-            if (u == v || M->top[u] != u || M->mate[u] >= 0 || big_is_zero(W2(M, v, u), L)) continue;
+        for (int u = 0; u < n; u++) {
+            if (u == v || !M->active[u] || M->top[u] != u || M->mate[u] >= 0 || big_is_zero(W2(M, v, u), L)) continue;
             edge_slack(M, v, u, x);
             if (big_is_zero(x, L)) {
                 M->mate[v] = u;
@@ -632,12 +615,6 @@ static void matcher_remove(Matcher *M, int v)
     matcher_isolate(M, v);
     M->active[v] = 0;
     big_zero(DUAL(M, v), M->L);
-    int i = 0;
-    while (i < M->nalive && M->alive[i] != v) i++;
-    if (i < M->nalive) {
-        memmove(M->alive + i, M->alive + i + 1, sizeof(int) * (size_t)(M->nalive - i - 1));
-        M->nalive--;
-    }
 }
 
 /* ---- one stage: grow an alternating tree from one root ---- */
@@ -849,9 +826,8 @@ static int rescan_best_s(Matcher *M, int x)
 {
     int L = M->L, best = -1;
     limb_t *s = M->t1, *b = M->t2;
-    for (int i = 0; i < M->nalive; i++) {
-        int y = M->alive[i];
-        if (M->top[y] == M->top[x] || M->label[M->top[y]] != S_LABEL) continue;
+    for (int y = 0; y < M->n; y++) {
+        if (!M->active[y] || M->top[y] == M->top[x] || M->label[M->top[y]] != S_LABEL) continue;
         if (big_is_zero(W2(M, x, y), L)) continue;
         edge_slack(M, x, y, s);
         if (best < 0 || big_cmp(s, b, L) < 0) {
@@ -884,9 +860,8 @@ static void stage(Matcher *M, int r)
         while (M->qhead < M->qtail) {
             int v = M->queue[M->qhead++];
             if (M->label[M->top[v]] != S_LABEL) continue;
-            for (int i = 0; i < M->nalive; i++) {
-                int w = M->alive[i];
-                if (w == v) continue;
+            for (int w = 0; w < n; w++) {
+                if (w == v || !M->active[w]) continue;
                 int bv = M->top[v], bw = M->top[w];
                 if (bv == bw) continue;
                 const limb_t *ww = W2(M, v, w);
@@ -934,9 +909,8 @@ static void stage(Matcher *M, int r)
         /* no tight edge leads further: change the duals */
         int type = 0, tv = -1;
         /* type 1: an S vertex reaches zero (the root first among equals: nothing to flip) */
-        for (int i = 0; i < M->nalive; i++) {
-            int v = M->alive[i];
-            if (M->label[M->top[v]] != S_LABEL) continue;
+        for (int v = 0; v < n; v++) {
+            if (!M->active[v] || M->label[M->top[v]] != S_LABEL) continue;
             int c = type ? big_cmp(DUAL(M, v), delta, L) : -1;
             if (c < 0 || (c == 0 && v == root)) {
                 type = 1;
@@ -945,9 +919,8 @@ static void stage(Matcher *M, int r)
             }
         }
         /* type 2: an edge from S to a free vertex becomes tight */
-        for (int i = 0; i < M->nalive; i++) {
-            int v = M->alive[i];
-            if (M->best_s[v] < 0 || M->label[M->top[v]] != FREE) continue;
+        for (int v = 0; v < n; v++) {
+            if (!M->active[v] || M->best_s[v] < 0 || M->label[M->top[v]] != FREE) continue;
             if (big_cmp(BEST_SLACK(M, v), delta, L) < 0) {
                 type = 2;
                 tv = M->best_s[v];
@@ -956,9 +929,8 @@ static void stage(Matcher *M, int r)
         }
         /* type 3: an edge between two S-blossoms becomes tight (both ends move); a vertex whose
            best edge has come inside its own blossom looks again */
-        for (int i = 0; i < M->nalive; i++) {
-            int x = M->alive[i];
-            if (M->label[M->top[x]] != S_LABEL) continue;
+        for (int x = 0; x < n; x++) {
+            if (!M->active[x] || M->label[M->top[x]] != S_LABEL) continue;
             int y = M->sb[x];
             if (y >= 0 && M->top[y] == M->top[x]) y = M->sb[x] = rescan_best_s(M, x);
             if (y < 0) continue;
@@ -981,8 +953,8 @@ static void stage(Matcher *M, int r)
         }
         /* apply */
         if (!big_is_zero(delta, L)) {
-            for (int i = 0; i < M->nalive; i++) {
-                int v = M->alive[i];
+            for (int v = 0; v < n; v++) {
+                if (!M->active[v]) continue;
                 char lb = M->label[M->top[v]];
                 if (lb == S_LABEL) {
                     big_sub(DUAL(M, v), DUAL(M, v), delta, L);
@@ -1330,8 +1302,10 @@ static int dutch_pair(const Field *F, int *result)
     if (!Y->group || !counts || !Y->shift || !M || !D.final_mate || !D.matched || !D.removed || !D.stable || !D.wbuf
         || !D.ubuf || !D.tmp || !D.base || !unplayed_rank || !cur || !remainder || !newcur || !initial)
         goto done;
-    for (int v = 0; v < n; v++) D.final_mate[v] = -1;
-    matcher_activate_all(M);
+    for (int v = 0; v < n; v++) {
+        D.final_mate[v] = -1;
+        M->active[v] = 1;
+    }
     /* every weight stays below 2^(pos+2); duals start at twice that (weights are doubled) */
     big_zero(initial, L);
     big_add_at(initial, 1, pos + 3, L);
@@ -1874,7 +1848,7 @@ static PyObject *py_matching(PyObject *self, PyObject *args)
     int *us = malloc(sizeof(int) * n);
     limb_t *initial = calloc(L, sizeof(limb_t));
     if (!out || !w || !us || !initial) goto fail;
-    matcher_activate_all(M);
+    for (int v = 0; v < n; v++) M->active[v] = 1;
     PyObject *fast = PySequence_Fast(edges, "edges");
     if (!fast) goto fail;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++) {

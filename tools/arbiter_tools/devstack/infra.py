@@ -119,6 +119,13 @@ def with_database(url: str, database: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, f"/{database}", parts.query, parts.fragment))
 
 
+def with_user(url: str, user: str) -> str:
+    """`url` connecting as another role (no password) to the same server and database."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, f"{user}@{parts.netloc.rpartition('@')[2]}", parts.path, parts.query,
+                       parts.fragment))
+
+
 async def create_database(server_url: str, database: str, *, drop_first: bool = False) -> str:
     """Create `database` on the server of `server_url` unless it exists; return its URL."""
     connection = await asyncpg.connect(with_database(server_url, "postgres"))
