@@ -38,7 +38,8 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 async def serve(settings: ArenaSettings, stop: asyncio.Event | None = None) -> None:
     """Connect, wire the handlers and serve until stopped."""
-    infra = await connect(settings, SERVICE, MIGRATIONS)
+    # A watch server (WATCH_ONLY) serves the Watch streams alone: no topics, consumers or background work.
+    infra = await connect(settings, SERVICE, MIGRATIONS, topics=not settings.watch_only)
     await ensure_creator_registry(infra.pool)
     metrics = ArenaMetrics.create(infra.metrics)
     # Without a rating service the arena still pairs, by leaderboard rank only.
@@ -81,7 +82,8 @@ async def serve(settings: ArenaSettings, stop: asyncio.Event | None = None) -> N
         )
     ]
     try:
-        await ServiceRuntime(infra, grpc_services, background=[timers.run, matchmaker.run]).run(stop)
+        await ServiceRuntime(infra, grpc_services, background=[timers.run, matchmaker.run],
+                             watch_only=settings.watch_only).run(stop)
     finally:
         if rating_channel is not None:
             await rating_channel.close()

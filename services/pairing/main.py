@@ -43,7 +43,8 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) -> None:
     """Connect, wire the handlers and serve until stopped."""
-    infra = await connect(settings, SERVICE, MIGRATIONS)
+    # A watch server (WATCH_ONLY) serves the Watch streams alone: no topics, consumers, engine or background work.
+    infra = await connect(settings, SERVICE, MIGRATIONS, topics=not settings.watch_only)
     await ensure_creator_registry(infra.pool)
     metrics = PairingMetrics.create(infra.metrics)
     # Calls to other services carry this service's token when authentication is on (arbiter.kit.auth).
@@ -53,7 +54,7 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
     # The Swiss engine is CPU bound: worker processes keep the event loop answering meanwhile.
     executor = (
         ProcessPoolExecutor(settings.pairing_processes, mp_context=multiprocessing.get_context("spawn"))
-        if settings.pairing_processes else None
+        if settings.pairing_processes and not settings.watch_only else None
     )
     if executor is not None:
         start_engine_workers(executor, settings.pairing_processes)
@@ -100,7 +101,8 @@ async def serve(settings: PairingSettings, stop: asyncio.Event | None = None) ->
         )
     ]
     try:
-        await ServiceRuntime(infra, grpc_services, background=[timers.run, scheduler.run, busy_rebuild.run]).run(stop)
+        await ServiceRuntime(infra, grpc_services, background=[timers.run, scheduler.run, busy_rebuild.run],
+                             watch_only=settings.watch_only).run(stop)
     finally:
         await openings_channel.close()
         await rating_channel.close()

@@ -2,9 +2,12 @@
 
 Prints figures, asserts nothing (DESIGN: bench scripts never assert timings). One run:
 1. start the infrastructure (KAFKA_BOOTSTRAP_SERVERS / REDIS_URL / DATABASE_URL when given, else
-   embedded, on a fresh database) and the pairing and arena services as processes (the arena
-   pairs by rank: no rating service to wait for);
-2. phases, each on a fresh tournament T (pairing) and arena A (arena): `none` (nobody watches),
+   embedded, on a fresh database), the pairing and arena services as processes (the arena
+   pairs by rank: no rating service to wait for) and, by default, a watch server of each
+   (WATCH_ONLY, at the niceness `arbiter up --watch-servers` gives it) that serves the streams;
+   `--streams-on services` has the services serve them themselves;
+2. after an unmeasured round of every phase (`--warmup-calls` calls of each kind), phases, each
+   on a fresh tournament T (pairing) and arena A (arena): `none` (nobody watches),
    `reading` (`--watchers` streams of T and as many of A, read as changes come), `idle` (as
    many, never read past their snapshot) and `still` (as many reading, while the joins go to
    another tournament and arena: held streams with nothing to send). The streams are held by a
@@ -17,21 +20,23 @@ Prints figures, asserts nothing (DESIGN: bench scripts never assert timings). On
    (`arbiter_grpc_request_seconds`: the mean is exact). The matchmaker's passes are timed by the
    arena service (`arbiter_arena_pairing_pass_seconds`): their p50/p99 are interpolated within
    the histogram's buckets, their mean exact;
-4. prints, per phase side by side, each figure and its ratio to `none`, the services' CPU, and
-   the streams open at the end of each round (`arbiter_grpc_streams_open`), dropped and refused
-   (`arbiter_watch_dropped_total`, `arbiter_watch_refused_total`).
+4. prints, per phase side by side, each figure and its ratio to `none`, the CPU of the services,
+   of their watch servers and of the viewers (the process holding the streams), the streams open
+   at the end of each round (`arbiter_grpc_streams_open` of the processes serving them), dropped
+   and refused (`arbiter_watch_dropped_total`, `arbiter_watch_refused_total`).
 
-Every Join into T and A is a change their watchers hear: at the default rate the pairing process
-sends each of its 1,000 streams 4 changes a second, the arena process 6 (joins and pairings).
+Every Join into T and A is a change their watchers hear: at the default rate the process serving
+T's streams sends each of its 1,000 4 changes a second, the one serving A's 6 (joins and pairings).
 
     .venv/bin/python tests/bench/bench_watchers.py [--watchers 1000] [--calls 60] [--rounds 2] [--rate 4]
-        [--phases none,still,reading,idle]
+        [--phases none,still,reading,idle] [--streams-on watch-servers|services]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -42,6 +47,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import grpc
 
@@ -50,7 +56,7 @@ from arbiter.contracts import arena_pb2_grpc, tournament_pb2_grpc
 from arbiter.contracts import common_pb2 as cm
 from arbiter.contracts import tournament_pb2 as tp
 from arbiter.kit.events import timestamp
-from arbiter_tools.devstack.processes import set_niceness
+from arbiter_tools.devstack.processes import ManagedProcess, set_niceness
 from arbiter_tools.devstack.stack import SystemStack, scratch_stack
 from arbiter_tools.simulator.bench.host import process_cpu_seconds
 from arbiter_tools.simulator.bench.readings import scrape
@@ -88,9 +94,13 @@ def arena_settings() -> ap.ArenaSettings:
 # -- the watchers' process ---------------------------------------------------------------------
 
 
-async def hold_watchers(pairing: str, tournament_id: str, arena: str, arena_id: str, streams: int, read: bool) -> None:
+async def hold_watchers(pairing: str, tournament_id: str, arena: str, arena_id: str, streams: int, read: bool,
+                        cpus: set[int]) -> None:
     """Open `streams` watches of the tournament and of the arena; say "ready" once all snapshots are in."""
     os.nice(19)
+    if cpus:
+        # Before gRPC starts its threads: they inherit it.
+        os.sched_setaffinity(0, cpus)
     channels = [grpc.aio.insecure_channel(address) for address in (pairing, arena)
                 for _ in range(max(1, streams // STREAMS_PER_CHANNEL))]
     half = len(channels) // 2
@@ -117,7 +127,7 @@ async def hold_watchers(pairing: str, tournament_id: str, arena: str, arena_id: 
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     await stop.wait()
-    print(f"received {received}", flush=True)
+    print(f"received {received} cpu {time.process_time():.3f}", flush=True)
     for call in calls:
         call.cancel()
     for task in readers:
@@ -139,7 +149,8 @@ class Phase:
     # Differences of the services' histograms over the phase: bucket bound -> count, -1 -> sum.
     served: dict[str, dict[float, float]] = field(default_factory=lambda: {call: {} for call in CALLS})
     passes: dict[float, float] = field(default_factory=dict)
-    cpu_seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(SERVICES, 0.0))
+    # By process: the services, and their watch servers when they serve the streams.
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
     collecting: dict[str, float] = field(default_factory=lambda: dict.fromkeys(SERVICES, 0.0))
     seconds: float = 0.0
     watched: list[int] = field(default_factory=list)
@@ -219,6 +230,8 @@ async def paced(count: int, rate: float, call: Callable[[], Awaitable[object]], 
 async def run_phase(phase: Phase, args: argparse.Namespace, stack: SystemStack, rng: random.Random) -> None:
     """One round of `phase` on a fresh tournament and arena, its figures added to `phase`."""
     pairing, arena = stack.services["pairing"], stack.services["arena"]
+    # Who serves the streams: the services themselves, or their watch servers.
+    streams_server = {service: stack.watch_servers.get(service, stack.services[service]) for service in SERVICES}
     async with grpc.aio.insecure_channel(pairing.grpc_address) as pairing_channel, \
             grpc.aio.insecure_channel(arena.grpc_address) as arena_channel:
         tournaments = tournament_pb2_grpc.TournamentServiceStub(pairing_channel)
@@ -237,8 +250,9 @@ async def run_phase(phase: Phase, args: argparse.Namespace, stack: SystemStack, 
         holder = None
         if phase.name != "none":
             holder = subprocess.Popen(
-                [sys.executable, __file__, "--hold", pairing.grpc_address, tournament.id, arena.grpc_address,
-                 watched_arena.id, str(args.watchers), "idle" if phase.name == "idle" else "read"],
+                [sys.executable, __file__, "--hold", streams_server["pairing"].grpc_address, tournament.id,
+                 streams_server["arena"].grpc_address,
+                 watched_arena.id, str(args.watchers), "idle" if phase.name == "idle" else "read", args.watch_cpus],
                 stdout=subprocess.PIPE, text=True, start_new_session=True,
             )
             assert holder.stdout is not None
@@ -248,7 +262,8 @@ async def run_phase(phase: Phase, args: argparse.Namespace, stack: SystemStack, 
             # nothing against the services, each in a session of its own.
             set_niceness([holder.pid], 19)
         before = {service: scrape(stack.services[service].metrics_url) for service in SERVICES}
-        cpu_before = {service: process_cpu_seconds(stack.services[service].process.pid)[1] for service in SERVICES}
+        streams_before = {service: scrape(streams_server[service].metrics_url) for service in SERVICES}
+        cpu_before = {name: process_cpu_seconds(process.pid)[1] for name, process in measured_processes(stack).items()}
         began = time.perf_counter()
         await asyncio.gather(
             paced(args.calls, args.rate, lambda: tournaments.CreateTournament(tp.CreateTournamentRequest(
@@ -262,32 +277,40 @@ async def run_phase(phase: Phase, args: argparse.Namespace, stack: SystemStack, 
         # The last joins' pass.
         await asyncio.sleep(1.0)
         after = {service: scrape(stack.services[service].metrics_url) for service in SERVICES}
+        streams_after = {service: scrape(streams_server[service].metrics_url) for service in SERVICES}
         phase.seconds += time.perf_counter() - began
+        for name, process in measured_processes(stack).items():
+            phase.cpu_seconds[name] = (phase.cpu_seconds.get(name, 0.0) + process_cpu_seconds(process.pid)[1]
+                                       - cpu_before[name])
         for service in SERVICES:
-            phase.cpu_seconds[service] += (process_cpu_seconds(stack.services[service].process.pid)[1]
-                                           - cpu_before[service])
             phase.collecting[service] += (total(after[service], "arbiter_gc_pause_seconds_sum")
                                           - total(before[service], "arbiter_gc_pause_seconds_sum"))
         if holder is not None:
             holder.send_signal(signal.SIGTERM)
             out, _ = await asyncio.to_thread(holder.communicate, None, 60)
-            phase.received += next((int(line.split()[1]) for line in out.splitlines()
-                                    if line.startswith("received")), 0)
+            said = next((line.split() for line in out.splitlines() if line.startswith("received")), [])
+            if said:
+                phase.received += int(said[1])
+                phase.cpu_seconds["viewers"] = phase.cpu_seconds.get("viewers", 0.0) + float(said[3])
         for call in CALLS:
             service = "arena" if call == "JoinArena" else "pairing"
             added(phase.served[call], histogram(before[service], GRPC_METRIC, method=call),
                   histogram(after[service], GRPC_METRIC, method=call))
         added(phase.passes, histogram(before["arena"], PASS_METRIC), histogram(after["arena"], PASS_METRIC))
-        phase.streams_open.append(sum(total(after[s], "arbiter_grpc_streams_open") for s in SERVICES))
+        phase.streams_open.append(sum(total(streams_after[s], "arbiter_grpc_streams_open") for s in SERVICES))
         for name in ("dropped", "refused"):
             series = f"arbiter_watch_{name}_total"
             setattr(phase, name, getattr(phase, name)
-                    + sum(total(after[s], series) - total(before[s], series) for s in SERVICES))
+                    + sum(total(streams_after[s], series) - total(streams_before[s], series) for s in SERVICES))
 
 
 def report(phases: list[Phase], args: argparse.Namespace) -> None:
     base = phases[0]
-    print(f"\n{args.watchers} watchers per competition; {args.rounds} round(s) of {args.calls} calls of each kind "
+    served_by = "their watch servers" if args.streams_on == "watch-servers" else "the services themselves"
+    if args.watch_cpus:
+        served_by += f" (they and the watchers' holder on CPUs {args.watch_cpus} only)"
+    print(f"\nstreams served by {served_by}; {args.watchers} watchers per competition; "
+          f"{args.rounds} round(s) of {args.calls} calls of each kind "
           f"at {args.rate}/s per phase; {os.cpu_count()} cores; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; "
           f"host {os.uname().nodename}")
     print(f"{'ms':<30}" + "".join(f"{p.name:>16}" for p in phases)
@@ -305,9 +328,9 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
         row(f"matchmaker pass {name}", [bucket_quantile(p.passes, q) * 1000 for p in phases])
     row("matchmaker pass mean", [mean_ms(p.passes) for p in phases])
     print(f"{'matchmaker passes':<30}" + "".join(f"{p.passes.get(float('inf'), 0):>16.0f}" for p in phases))
-    for service in SERVICES:
-        print(f"{service + ' CPU, % of a core':<30}"
-              + "".join(f"{p.cpu_seconds[service] / p.seconds * 100:>16.0f}" for p in phases))
+    for process in {name: None for p in phases for name in p.cpu_seconds}:
+        print(f"{process + ' CPU, % of a core':<30}"
+              + "".join(f"{p.cpu_seconds.get(process, 0.0) / p.seconds * 100:>16.0f}" for p in phases))
     for service in SERVICES:
         print(f"{service + ' in GC, % of the time':<30}"
               + "".join(f"{p.collecting[service] / p.seconds * 100:>16.1f}" for p in phases))
@@ -319,9 +342,37 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
           "pass p50/p99 interpolated within the service's histogram buckets, the mean exact)")
 
 
+def cpu_list(text: str) -> set[int]:
+    """CPUs named as taskset does ("1", "0,2", "2-3"); empty: none named."""
+    cpus: set[int] = set()
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def pin_threads(pid: int, cpus: set[int]) -> None:
+    """Every thread of process `pid` on `cpus` (threads it starts later inherit their starter's)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(int(task.name), cpus)
+
+
+def measured_processes(stack: SystemStack) -> dict[str, ManagedProcess]:
+    """The processes whose CPU is reported, by label: the services and their watch servers."""
+    servers = [*(stack.services[service] for service in SERVICES), *stack.watch_servers.values()]
+    return {server.label: server.process for server in servers if server.process is not None}
+
+
 async def run(args: argparse.Namespace, stack: SystemStack) -> None:
     rng = random.Random(args.seed)
     phases = [Phase(name) for name in args.phases.split(",")]
+    if args.warmup_calls:
+        # Unmeasured: the first phase run would otherwise pay for the processes' first calls alone.
+        warming = argparse.Namespace(**{**vars(args), "calls": args.warmup_calls})
+        for phase in phases:
+            print(f"warming up, phase {phase.name}...", flush=True)
+            await run_phase(Phase(phase.name), warming, stack, rng)
     for number in range(args.rounds):
         for phase in phases:
             print(f"round {number + 1}, phase {phase.name}...", flush=True)
@@ -332,17 +383,26 @@ async def run(args: argparse.Namespace, stack: SystemStack) -> None:
 def main() -> None:
     """Start the infrastructure and services, run the phases, print the figures, stop everything."""
     if len(sys.argv) > 1 and sys.argv[1] == "--hold":
-        pairing, tournament_id, arena, arena_id, streams, mode = sys.argv[2:8]
-        asyncio.run(hold_watchers(pairing, tournament_id, arena, arena_id, int(streams), mode == "read"))
+        pairing, tournament_id, arena, arena_id, streams, mode, cpus = sys.argv[2:9]
+        asyncio.run(hold_watchers(pairing, tournament_id, arena, arena_id, int(streams), mode == "read",
+                                  cpu_list(cpus)))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--watchers", type=int, default=1000, help="streams per competition (tournament, arena)")
     parser.add_argument("--calls", type=int, default=60,
                         help="calls of each kind per phase and round (a tournament seats 200)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of the phases, one after the other")
+    parser.add_argument("--warmup-calls", type=int, default=20,
+                        help="calls of each kind in an unmeasured round of the phases first (0: none)")
     parser.add_argument("--rate", type=float, default=4.0, help="calls of each kind per second")
     parser.add_argument("--phases", default="none,still,reading,idle")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--watch-cpus", default="", metavar="LIST",
+                        help="run the watch servers and the watchers' holder on these CPUs only (e.g. 1, or 2-3), "
+                             "as a deployment runs them on machines of their own; the rest may use every CPU")
+    parser.add_argument("--streams-on", choices=("watch-servers", "services"), default="watch-servers",
+                        help="who serves the streams: a watch server of each service (WATCH_ONLY, as deployed), "
+                             "or the services themselves")
     args = parser.parse_args()
     if args.calls > 198:
         parser.error("--calls: a tournament seats 200 at most (T-3)")
@@ -354,7 +414,15 @@ def main() -> None:
         service_extra_env={"arena": {"RATING_GRPC_ADDR": ""}},
     ) as stack:
         stack.start_services(SERVICES)
+        if args.streams_on == "watch-servers":
+            for service in SERVICES:
+                stack.start_watch_server(service)
         stack.wait_serving(timeout=120, names=SERVICES)
+        if args.watch_cpus:
+            for server in stack.watch_servers.values():
+                if server.process is not None:
+                    pin_threads(server.process.pid, cpu_list(args.watch_cpus))
+
         asyncio.run(run(args, stack))
 
 

@@ -118,11 +118,12 @@ async def test_two_replicas_of_everything_play_on_while_one_of_each_is_killed(tm
 
 
 def test_arbiter_up_replicas_prints_every_replica_and_one_target_per_service(tmp_path: Path, database_url: str) -> None:
+    """And the watch servers of pairing and arena, with addresses of their own, at a lower CPU priority."""
     env = {key: value for key, value in os.environ.items()
            if key not in ("KAFKA_BOOTSTRAP_SERVERS", "REDIS_URL", "KAFKA_PARTITIONS")} | {"DATABASE_URL": database_url}
     done = subprocess.run(
         [sys.executable, "-m", "arbiter_tools.cli.main", "up", "--replicas", "2", "--replicas", "clock=3",
-         "--free-ports", "--exit-when-serving", "--json", "--state-dir", str(tmp_path / "state")],
+         "--watch-servers", "--free-ports", "--exit-when-serving", "--json", "--state-dir", str(tmp_path / "state")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
@@ -135,6 +136,12 @@ def test_arbiter_up_replicas_prints_every_replica_and_one_target_per_service(tmp
     assert clock["grpc"] == "ipv4:" + ",".join(replica["grpc"] for replica in clock["replicas"])
     addresses = [replica[kind] for service in services.values() for replica in service["replicas"]
                  for kind in ("grpc", "metrics")]
-    assert len(set(addresses)) == len(addresses) == 22
+    watch = {name: service["watch"] for name, service in services.items() if "watch" in service}
+    assert {name: server["name"] for name, server in watch.items()} == {
+        "pairing": "pairing-watch", "arena": "arena-watch"}
+    addresses += [server[kind] for server in watch.values() for kind in ("grpc", "metrics")]
+    assert len(set(addresses)) == len(addresses) == 26
     logs = sorted(path.name for path in (tmp_path / "state" / "logs").glob("clock*.log"))
     assert logs == ["clock-2.log", "clock-3.log", "clock.log"]
+    watch_logs = (tmp_path / "state" / "logs" / "arena-watch.log").read_text()
+    assert '"watch_only": true' in watch_logs and "service ready" in watch_logs

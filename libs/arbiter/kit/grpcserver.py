@@ -15,7 +15,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from arbiter.kit.auth import OPEN_METHOD_PREFIXES, AuthInterceptor, Role, RpcRoles, ServiceKey, check_roles_cover
-from arbiter.kit.errors import InvalidArgument, ResourceExhausted, ServiceError
+from arbiter.kit.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, ServiceError
 from arbiter.kit.fields import PLAYER_ID, id_problem, nul_field
 from arbiter.kit.health import LIVENESS, READINESS
 from arbiter.kit.metrics import Metrics, combinations, precreate
@@ -151,12 +151,15 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
     """Turns ServiceError/ValueError into status codes with their message, times every call, applies rate limits."""
 
     def __init__(self, metrics: Metrics, limiter: RateLimiter | None = None,
-                 rate_limited: frozenset[str] = frozenset(), foreground: Foreground | None = None) -> None:
+                 rate_limited: frozenset[str] = frozenset(), foreground: Foreground | None = None,
+                 streams_only: bool = False) -> None:
         self.metrics = metrics
         self.limiter = limiter
         self.rate_limited = rate_limited
         # Unary calls are counted in: Watch streams (unary-stream) give way to them.
         self.foreground = foreground or Foreground()
+        # A watch server (WATCH_ONLY) answers its streams and refuses every unary call.
+        self.streams_only = streams_only
 
     async def intercept_service(self, continuation: Any, handler_call_details: Any) -> Any:
         """Wrap unary-unary and unary-stream handlers; health checks and reflection pass untouched (not traffic)."""
@@ -169,12 +172,17 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         foreground = self.foreground
         if handler.unary_unary is not None:
             inner = handler.unary_unary
+            streams_only = self.streams_only
 
             async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 call = _Call(metrics, method)
                 context.set_trailing_metadata(answer_metadata())
                 charged = ""
                 try:
+                    if streams_only:
+                        raise FailedPrecondition(
+                            f"{method}: this address is a watch server, which serves the Watch streams only; "
+                            f"call the service's own address")
                     _refuse_nul(request)
                     with foreground.at_work():
                         if limiter is not None:
@@ -283,7 +291,7 @@ def method_paths_roles(services: Sequence[GrpcService]) -> dict[str, frozenset[R
 async def start_grpc_server(
     host: str, port: int, services: Sequence[GrpcService], metrics: Metrics,
     max_message_bytes: int = 1 << 20, auth_keys: dict[str, ServiceKey] | None = None,
-    limiter: RateLimiter | None = None, foreground: Foreground | None = None,
+    limiter: RateLimiter | None = None, foreground: Foreground | None = None, streams_only: bool = False,
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer, int]:
     """Start a server with `services`, health and reflection; return it, its health servicer and its port.
 
@@ -291,7 +299,8 @@ async def start_grpc_server(
     With `auth_keys`, every call but health and reflection needs a valid service token in a role
     its RPC accepts (each service's `roles`); with `limiter`, each service's `rate_limited`
     methods take from the acting player's bucket; unary calls are counted in `foreground`, which
-    Watch streams give way to.
+    Watch streams give way to; with `streams_only` (a watch server) every unary call is refused
+    with FAILED_PRECONDITION.
     Health says SERVING for liveness ("") at once, and NOT_SERVING for readiness and each
     service until a readiness check (arbiter.kit.health.Readiness) finds every dependency answering.
     """
@@ -299,7 +308,8 @@ async def start_grpc_server(
     if rate_limited and limiter is None:
         raise ValueError(f"methods {sorted(rate_limited)} are rate limited but no limiter was given")
     method_roles = method_paths_roles(services)
-    interceptors: list[grpc.aio.ServerInterceptor] = [ServiceInterceptor(metrics, limiter, rate_limited, foreground)]
+    interceptors: list[grpc.aio.ServerInterceptor] = [
+        ServiceInterceptor(metrics, limiter, rate_limited, foreground, streams_only)]
     if auth_keys:
         interceptors.insert(0, AuthInterceptor(auth_keys, metrics, method_roles))
     else:

@@ -25,7 +25,7 @@ from arbiter.kit.eventloop import EventLoop, run_on
 from arbiter.kit.events import PRODUCERS
 from arbiter.kit.grpcclient import open_channel
 from arbiter.kit.grpcserver import GrpcService, start_grpc_server
-from arbiter.kit.health import Readiness
+from arbiter.kit.health import Check, Readiness
 from arbiter.kit.kafka import (
     TopicKeeper,
     ensure_topics,
@@ -122,8 +122,8 @@ class Infrastructure:
         await self.redis_pools.aclose()
 
 
-async def connect(settings: KitSettings, service: str, migrations_dir: Path) -> Infrastructure:
-    """Create the pool (schema = service), apply migrations, ensure topics, build broker and outbox."""
+async def connect(settings: KitSettings, service: str, migrations_dir: Path, *, topics: bool = True) -> Infrastructure:
+    """Create the pool (schema = service), apply migrations, ensure topics (if `topics`), build broker and outbox."""
     # A `_created` twin of every counter and histogram series doubles what each scrape reads and
     # Prometheus stores, for a start time that process_start_time_seconds already gives.
     prometheus_client.disable_created_metrics()
@@ -140,8 +140,9 @@ async def connect(settings: KitSettings, service: str, migrations_dir: Path) -> 
     applied = await migrate(pool, service, migrations_in(migrations_dir, service))
     if applied:
         log.info("migrations applied", extra={"versions": applied})
-    await ensure_topics(settings.kafka_bootstrap_servers, settings.kafka_partitions,
-                        security=kafka_security(settings))
+    if topics:
+        await ensure_topics(settings.kafka_bootstrap_servers, settings.kafka_partitions,
+                            security=kafka_security(settings))
     redis_pools = RedisPools(settings.redis_url, service, settings.redis_pool_wait_seconds)
     broker = make_broker(settings, service)
     return Infrastructure(
@@ -155,11 +156,17 @@ async def connect(settings: KitSettings, service: str, migrations_dir: Path) -> 
 
 @dataclass
 class ServiceRuntime:
-    """Serves one service until SIGINT/SIGTERM or `stop`, then shuts down in order."""
+    """Serves one service until SIGINT/SIGTERM or `stop`, then shuts down in order.
+
+    A watch server (`watch_only`, the WATCH_ONLY setting) serves the Watch streams of its gRPC
+    services and nothing else: no broker, no outbox relay, no sweeper, no background work, and
+    every unary call refused; it is ready once PostgreSQL and Redis answer.
+    """
 
     infra: Infrastructure
     grpc_services: Sequence[GrpcService]
     background: Sequence[BackgroundTask] = field(default_factory=tuple)
+    watch_only: bool = False
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Start everything, wait for the stop signal, stop everything."""
@@ -169,48 +176,53 @@ class ServiceRuntime:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        infra.metrics.expect_published(topic for topic, users in PRODUCERS.items() if infra.service in users)
+        if not self.watch_only:
+            infra.metrics.expect_published(topic for topic, users in PRODUCERS.items() if infra.service in users)
         metrics_server, metrics_thread = infra.metrics.serve(settings.metrics_host, settings.metrics_port)
-        await infra.broker.start()
-        producer = make_outbox_producer(settings, infra.service)
-        await producer.start()
+        producer = None if self.watch_only else make_outbox_producer(settings, infra.service)
+        if producer is not None:
+            await infra.broker.start()
+            await producer.start()
         limiter = RateLimiter(infra.redis, infra.service, settings.rate_limit_burst,
                               settings.rate_limit_window_seconds)
         server, health_servicer, port = await start_grpc_server(
             settings.grpc_host, settings.grpc_port, self.grpc_services, infra.metrics,
             max_message_bytes=settings.grpc_max_request_bytes, auth_keys=infra.auth_keys, limiter=limiter,
-            foreground=infra.foreground,
+            foreground=infra.foreground, streams_only=self.watch_only,
         )
         topics = TopicKeeper(settings, infra.metrics)
 
         async def broker_answers() -> bool:
             return await infra.broker.ping(settings.readiness_timeout_seconds) and await topics.check()
 
+        dependencies: dict[str, Check] = {
+            "postgresql": lambda: _answers_query(infra.pool), "redis": infra.redis.ping}
+        if producer is not None:
+            dependencies["kafka"] = broker_answers
         readiness = Readiness(
-            {"kafka": broker_answers,
-             "postgresql": lambda: _answers_query(infra.pool), "redis": infra.redis.ping},
-            health_servicer, [service.full_name for service in self.grpc_services], infra.metrics,
+            dependencies, health_servicer, [service.full_name for service in self.grpc_services], infra.metrics,
             interval=settings.readiness_check_seconds, timeout=settings.readiness_timeout_seconds,
         )
         await readiness.check_once()
-        relay = OutboxRelay(infra.pool, infra.service,
-                            outbox_publisher(producer, infra.outbox.max_message_bytes), infra.metrics,
-                            keep_published=settings.outbox_keep_published_hours > 0)
-        sweeper = RetentionSweeper(infra.pool, infra.metrics,
-                                   timedelta(hours=settings.processed_events_retention_hours),
-                                   settings.retention_sweep_seconds,
-                                   published_retention=timedelta(hours=settings.outbox_keep_published_hours))
-        tasks = [
-            asyncio.create_task(self._guard(task, stop), name=getattr(task, "__qualname__", "task"))
-            for task in (relay.run, sweeper.run, lambda s: run_lag_monitor(infra.broker, infra.metrics, s),
-                         readiness.run, infra.metrics.event_loop_lag.run, *self.background)
-        ]
+        work: list[BackgroundTask] = [readiness.run, infra.metrics.event_loop_lag.run]
+        if producer is not None:
+            relay = OutboxRelay(infra.pool, infra.service,
+                                outbox_publisher(producer, infra.outbox.max_message_bytes), infra.metrics,
+                                keep_published=settings.outbox_keep_published_hours > 0)
+            sweeper = RetentionSweeper(infra.pool, infra.metrics,
+                                       timedelta(hours=settings.processed_events_retention_hours),
+                                       settings.retention_sweep_seconds,
+                                       published_retention=timedelta(hours=settings.outbox_keep_published_hours))
+            work += [relay.run, sweeper.run, lambda s: run_lag_monitor(infra.broker, infra.metrics, s),
+                     *self.background]
+        tasks = [asyncio.create_task(self._guard(task, stop), name=getattr(task, "__qualname__", "task"))
+                 for task in work]
         # Everything is wired now: freeze it out of the collections from here on.
         restore_collector = tune_garbage_collector(settings.gc_young_threshold)
         stop_watching_collector = infra.metrics.watch_garbage_collector()
         log.info(
             "service ready",
-            extra={"grpc": f"{settings.grpc_host}:{port}",
+            extra={"grpc": f"{settings.grpc_host}:{port}", "watch_only": self.watch_only,
                    "metrics": f"http://{settings.metrics_host}:{metrics_server.server_port}/metrics"},
         )
         try:
@@ -223,8 +235,9 @@ class ServiceRuntime:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-            await producer.stop()
-            await infra.broker.stop()
+            if producer is not None:
+                await producer.stop()
+                await infra.broker.stop()
             await infra.close()
             metrics_server.shutdown()
             metrics_thread.join(timeout=2)

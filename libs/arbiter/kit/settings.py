@@ -31,9 +31,14 @@ class KafkaSecuritySettings(BaseSettings):
     kafka_sasl_username: str = ""
     kafka_sasl_password: SecretStr = SecretStr("")
 
+    @property
+    def speaks_kafka(self) -> bool:
+        """Whether this process connects to the broker (a watch server never does)."""
+        return True
+
     @model_validator(mode="after")
     def _sasl_has_a_user(self) -> KafkaSecuritySettings:
-        if self.kafka_security_protocol != "PLAINTEXT" and not (
+        if self.speaks_kafka and self.kafka_security_protocol != "PLAINTEXT" and not (
                 self.kafka_sasl_username and self.kafka_sasl_password.get_secret_value()):
             raise ValueError(f"KAFKA_SECURITY_PROTOCOL={self.kafka_security_protocol} needs KAFKA_SASL_USERNAME and "
                              "KAFKA_SASL_PASSWORD")
@@ -179,6 +184,15 @@ class WatchSettings(KitSettings):
     watch_max_queued: int = Field(default=DEFAULT_WATCH_MAX_QUEUED, ge=1)
     watch_max_watchers: int = Field(default=DEFAULT_WATCH_MAX_WATCHERS, ge=1)
     watch_max_streams: int = Field(default=DEFAULT_WATCH_MAX_STREAMS, ge=1)
+    # A watch server: the process serves the Watch streams only (every other call is refused with
+    # FAILED_PRECONDITION) and runs no consumer and no background work, so that the crowds watching
+    # are sent their changes by processes, and cores, other than the ones answering the calls.
+    watch_only: bool = False
+
+    @property
+    def speaks_kafka(self) -> bool:
+        """Whether this process connects to the broker: a watch server needs no Kafka user."""
+        return not self.watch_only
 
 
 SettingsT = TypeVar("SettingsT", bound=BaseSettings)

@@ -63,6 +63,8 @@ DASHBOARDS = GRAFANA / "dashboards"
 K8S = DEPLOY / "k8s"
 
 SERVICES = ("pairing", "clock", "arena", "rating", "openings")
+# The watch servers (WATCH_ONLY) by name: the service they serve the Watch streams of, their gRPC and metrics ports.
+WATCH_SERVERS = {"pairing-watch": ("pairing", 50061, 9111), "arena-watch": ("arena", 50063, 9113)}
 INFRASTRUCTURE = ("kafka", "redis", "postgres", "prometheus", "alertmanager", "grafana", "kafka-exporter")
 # Who calls whom over gRPC (DESIGN.md): compose starts the callees first.
 CALLS = {"pairing": ("rating", "openings", "clock"), "arena": ("rating",)}
@@ -599,7 +601,27 @@ def test_prometheus_scrapes_every_service() -> None:
         target = f"{service}:{ports(service)[1]}"
         assert target in targets, f"Prometheus does not scrape {target}"
         assert compose_env(service)["METRICS_PORT"] == str(ports(service)[1])
+    for name, (_, _, metrics_port) in WATCH_SERVERS.items():
+        # A job of its own: a watch server up must not hide its service down (ArbiterServiceDown sums by job).
+        assert targets.get(f"{name}:{metrics_port}") == name, f"Prometheus does not scrape {name} in its own job"
+        assert compose_env(name)["METRICS_PORT"] == str(metrics_port)
     assert volume_mounts("prometheus").get("deploy/prometheus/prometheus.yml") == "/etc/prometheus/prometheus.yml"
+
+
+@pytest.mark.parametrize("name", sorted(WATCH_SERVERS))
+def test_compose_watch_server_serves_its_services_streams_without_a_kafka_user(
+    name: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    service, grpc_port, metrics_port = WATCH_SERVERS[name]
+    container = compose()["services"][name]
+    assert container["command"] == ["python", "-m", f"services.{service}.main"]
+    assert container["depends_on"] == {service: {"condition": "service_healthy"}}
+    env = compose_env(name)
+    assert "KAFKA_SASL_USERNAME" not in env
+    settings = validate_env(service, env, monkeypatch)
+    assert settings.watch_only and (settings.grpc_port, settings.metrics_port) == (grpc_port, metrics_port)
+    assert_authentication_on(f"compose {name}", settings)
+    assert container["ports"] == [f"127.0.0.1:{grpc_port}:{grpc_port}", f"127.0.0.1:{metrics_port}:{metrics_port}"]
 
 
 def test_prometheus_loads_the_alert_rules_and_sends_to_alertmanager() -> None:
@@ -1255,12 +1277,64 @@ def _millicores(value: str) -> int:
 
 
 def test_k8s_connections_at_the_autoscalers_maximum_fit_postgresql() -> None:
-    """Every replica's pool at the maximum fits PostgreSQL's default max_connections (100) less its 3 reserved."""
+    """Every replica's pool at the maximum, the watch servers' too, fits PostgreSQL's max_connections (100) less 3."""
     config = next(iter(k8s_objects("ConfigMap").values()))["data"]
     replicas = sum(autoscaler["spec"]["maxReplicas"] for autoscaler in k8s_objects("HorizontalPodAutoscaler").values())
-    assert replicas * int(config["DB_POOL_MAX"]) <= 100 - 3
-    assert f"{replicas} x {config['DB_POOL_MAX']} = {replicas * int(config['DB_POOL_MAX'])}" in (
-        K8S / "README.md").read_text()
+    services = replicas * int(config["DB_POOL_MAX"])
+    watch_replicas, watch_pools = set(), set()
+    for name in WATCH_SERVERS:
+        deployment = k8s_objects("Deployment")[name]
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        watch_replicas.add(deployment["spec"]["replicas"])
+        watch_pools.add(next(int(v["value"]) for v in container["env"] if v["name"] == "DB_POOL_MAX"))
+    (per_server,), (pool,) = watch_replicas, watch_pools
+    watchers = len(WATCH_SERVERS) * per_server
+    assert services + watchers * pool <= 100 - 3
+    readme = (K8S / "README.md").read_text()
+    assert f"{replicas} x {config['DB_POOL_MAX']} = {services}" in readme
+    assert f"the watch servers' {watchers} x {pool} = {watchers * pool} beside them: {services + watchers * pool}" in (
+        " ".join(readme.split()))
+
+
+@pytest.mark.parametrize("name", sorted(WATCH_SERVERS))
+def test_k8s_watch_server(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its service's program with WATCH_ONLY, no Kafka user, reaching only PostgreSQL and Redis."""
+    service, grpc_port, metrics_port = WATCH_SERVERS[name]
+    deployment = k8s_objects("Deployment")[name]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == name and pod["automountServiceAccountToken"] is False
+    (container,) = pod["containers"]
+    assert container["command"] == ["python", "-m", f"services.{service}.main"]
+    assert {port["name"]: port["containerPort"] for port in container["ports"]} == {
+        "grpc": grpc_port, "metrics": metrics_port}
+    assert container["readinessProbe"]["grpc"] == {"port": grpc_port, "service": READINESS}
+    config_maps = k8s_objects("ConfigMap")
+    env: dict[str, str] = {}
+    for source in container["envFrom"]:
+        env.update(config_maps[source["configMapRef"]["name"]]["data"])
+    secrets = {doc["metadata"]["name"]: doc for doc in load_yaml_documents(K8S / "secret.example.yaml")}
+    for variable in container["env"]:
+        if "value" in variable:
+            env[variable["name"]] = variable["value"]
+        elif "fieldRef" in variable["valueFrom"]:
+            env[variable["name"]] = f"{name}-7d9f8-abcde"
+        else:
+            reference = variable["valueFrom"]["secretKeyRef"]
+            env[variable["name"]] = secrets[reference["name"]]["stringData"][reference["key"]]
+    assert "KAFKA_SASL_USERNAME" not in env and "KAFKA_SASL_PASSWORD" not in env, "a watch server has no Kafka user"
+    settings = validate_env(service, env, monkeypatch)
+    assert settings.watch_only and not settings.speaks_kafka
+    assert (settings.grpc_port, settings.metrics_port) == (grpc_port, metrics_port)
+    assert_authentication_on(f"k8s {name}", settings)
+    exposed = {port["name"]: port["port"] for port in k8s_objects("Service")[name]["spec"]["ports"]}
+    assert exposed == {"grpc": grpc_port, "metrics": metrics_port}
+    assert k8s_objects("PodDisruptionBudget")[name]["spec"]["minAvailable"] < deployment["spec"]["replicas"]
+    assert name not in k8s_objects("HorizontalPodAutoscaler"), "a stream stays on its pod: no autoscaler"
+    policy = k8s_objects("NetworkPolicy")[name]
+    assert policy["spec"]["podSelector"]["matchLabels"] == k8s_objects("Service")[name]["spec"]["selector"]
+    assert _policy_rules(policy, "ingress") == {
+        grpc_port: {"namespace:play-site"}, metrics_port: {"monitoring:prometheus"}}
+    assert _policy_rules(policy, "egress") == {53: {"kube-system:kube-dns"}, 5432: {"any"}, 6379: {"any"}}
 
 
 def _policy_peers(rule: dict[str, Any], key: str) -> set[str]:
@@ -1330,7 +1404,7 @@ def test_k8s_service_monitor_scrapes_every_service_keeping_their_service_label()
     selected = {
         name for name, svc in k8s_objects("Service").items() if selector.items() <= svc["metadata"]["labels"].items()
     }
-    assert selected == {*SERVICES, "kafka-exporter"}
+    assert selected == {*SERVICES, *WATCH_SERVERS, "kafka-exporter"}
     for name in selected:
         assert "metrics" in {port["name"] for port in k8s_objects("Service")[name]["spec"]["ports"]}, name
     # The job is the Service's name: the alert rules select the services' targets by it.

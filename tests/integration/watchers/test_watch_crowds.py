@@ -11,10 +11,8 @@ and the next watch is served.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import grpc
@@ -24,10 +22,8 @@ import redis.asyncio as aioredis
 
 from arbiter.contracts import arena_pb2 as ap
 from arbiter.contracts import arena_pb2_grpc, tournament_pb2_grpc
-from arbiter.contracts import common_pb2 as common
 from arbiter.contracts import tournament_pb2 as tp
-from arbiter.kit.events import timestamp
-from arbiter_tools.simulator.bench.readings import scrape
+from tests.integration.watchers.watch_support import arena_settings, metric, player, registered, tournament_settings
 from tests.support.polling import eventually
 
 CROWD = 150
@@ -36,34 +32,6 @@ IDLE = 50
 # Streams per client channel.
 STREAMS_PER_CHANNEL = 50
 RETRY_AFTER = "retry-after-ms"
-
-
-def player(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def registered(player_id: str) -> common.Actor:
-    return common.Actor(player_id=player_id, kind=common.ACCOUNT_KIND_REGISTERED)
-
-
-def tournament_settings() -> tp.TournamentSettings:
-    return tp.TournamentSettings(
-        name="Crowded", variant="international",
-        time_control=common.TimeControl(fischer=common.FischerControl(base_seconds=180, increment_seconds=2)),
-        capacity=200, starts_at=timestamp(datetime.now(UTC) + timedelta(days=1)), duration_minutes=120,
-    )
-
-
-def arena_settings() -> ap.ArenaSettings:
-    return ap.ArenaSettings(name="Crowded", variant="international", duration_minutes=60,
-                            time_control=common.FischerControl(base_seconds=180, increment_seconds=2))
-
-
-def metric(url: str, name: str, **labels: str) -> float:
-    """A series of the service's /metrics, summed over the samples with `labels` (0 when absent)."""
-    wanted = [f'{key}="{value}"' for key, value in labels.items()]
-    return sum(value for key, value in scrape(url).items()
-               if key.split("{", 1)[0] == name and all(part in key for part in wanted))
 
 
 async def redis_clients_of(redis: aioredis.Redis, pid: int) -> list[dict[str, Any]]:

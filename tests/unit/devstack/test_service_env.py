@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from arbiter_tools.devstack.stack import ServiceProcess, SystemStack
 
 
@@ -37,3 +39,16 @@ def test_a_services_own_variables_win_over_the_shared_ones_and_stay_its_own(tmp_
     rating, pairing = stack.service_env("rating"), stack.service_env("pairing")
     assert (rating["KAFKA_FETCH_MAX_WAIT_MS"], rating["EVENT_LOOP"]) == ("100", "uvloop")
     assert (pairing["KAFKA_FETCH_MAX_WAIT_MS"], pairing["EVENT_LOOP"]) == ("20", "uvloop")
+
+
+def test_only_the_services_that_stream_have_watch_servers(tmp_path: Path) -> None:
+    stack = _stack(tmp_path, {}, embedded=True)
+    with pytest.raises(ValueError, match="rating serves no Watch stream; watch servers: pairing, arena"):
+        stack.start_watch_server("rating")
+    assert stack.watch_servers == {}
+
+
+def test_a_watch_server_is_named_after_its_service() -> None:
+    server = ServiceProcess("arena", 1, 2, watch_only=True)
+    assert server.label == "arena-watch"
+    assert ServiceProcess("arena", 1, 2, replica=2).label == "arena-2"

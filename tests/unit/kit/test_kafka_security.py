@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from arbiter.kit.kafka import kafka_security, make_broker, make_outbox_producer
-from arbiter.kit.settings import KafkaSecuritySettings, KitSettings, SettingsError, load_settings
+from arbiter.kit.settings import KafkaSecuritySettings, KitSettings, SettingsError, WatchSettings, load_settings
 
 BASE = {"kafka_bootstrap_servers": "kafka:9092", "redis_url": "redis://r:6379/0",
         "database_url": "postgresql://a@b/c", "grpc_port": 0, "metrics_port": 0}
@@ -26,6 +26,18 @@ def test_sasl_without_a_user_stops_the_start(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("KAFKA_SECURITY_PROTOCOL", "SASL_PLAINTEXT")
     with pytest.raises(SettingsError, match="needs KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD"):
         load_settings(KitSettings)
+
+
+def test_a_watch_server_needs_no_kafka_user_but_its_service_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in BASE.items():
+        monkeypatch.setenv(name.upper(), str(value))
+    monkeypatch.setenv("KAFKA_SECURITY_PROTOCOL", "SASL_PLAINTEXT")
+    monkeypatch.setenv("WATCH_ONLY", "true")
+    watch_server = load_settings(WatchSettings)
+    assert watch_server.watch_only and not watch_server.speaks_kafka
+    monkeypatch.setenv("WATCH_ONLY", "false")
+    with pytest.raises(SettingsError, match="needs KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD"):
+        load_settings(WatchSettings)
 
 
 async def test_the_broker_and_the_outbox_producer_authenticate() -> None:

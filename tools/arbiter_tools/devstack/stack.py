@@ -33,7 +33,14 @@ from arbiter_tools.devstack.infra import (
     start_tansu,
 )
 from arbiter_tools.devstack.kafkagate import MECHANISM, policy_for
-from arbiter_tools.devstack.processes import ManagedProcess, free_port, port_open, signals_deferred, wait_for_port
+from arbiter_tools.devstack.processes import (
+    ManagedProcess,
+    free_port,
+    port_open,
+    set_niceness,
+    signals_deferred,
+    wait_for_port,
+)
 from arbiter_tools.devstack.replicas import grpc_target, partitions_for, replica_label
 
 # Start order: the services others call come first.
@@ -60,6 +67,11 @@ SERVICE_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
 # service gains nothing from more, and tansu's cost grows with the partitions every fetch names
 # (tests/bench/bench_idle_services.py; figures in docs/performance.md).
 EMBEDDED_KAFKA_PARTITIONS = 1
+# The services that serve Watch streams, which a watch server (WATCH_ONLY) can take off their hands.
+WATCHED_SERVICES = ("pairing", "arena")
+# The niceness of a watch server started here: sending changes to crowds gives way to the calls when
+# both want the same cores (a deployment gives watch servers cores of their own: deploy/k8s).
+WATCH_SERVER_NICENESS = 10
 
 
 @dataclass
@@ -71,11 +83,13 @@ class ServiceProcess:
     metrics_port: int
     process: ManagedProcess | None = None
     replica: int = 1
+    # A watch server: serves the service's Watch streams only (WATCH_ONLY).
+    watch_only: bool = False
 
     @property
     def label(self) -> str:
         """The replica's name in output and logs (the service's own for the first)."""
-        return replica_label(self.name, self.replica)
+        return f"{self.name}-watch" if self.watch_only else replica_label(self.name, self.replica)
 
     @property
     def grpc_address(self) -> str:
@@ -120,6 +134,8 @@ class SystemStack:
     # How many replicas each service runs (1 when not named); they share its consumer groups.
     replica_counts: Mapping[str, int] = field(default_factory=dict)
     replicas: dict[str, list[ServiceProcess]] = field(default_factory=dict)
+    # The watch servers started (start_watch_server), by service name.
+    watch_servers: dict[str, ServiceProcess] = field(default_factory=dict)
     # The consumer lag seen from the broker, served under kafka-exporter's names (start_lag_exporter).
     lag_exporter: ManagedProcess | None = None
     lag_exporter_port: int = 0
@@ -318,6 +334,27 @@ class SystemStack:
         ).start()
         return service.process
 
+    def start_watch_server(self, name: str) -> ManagedProcess:
+        """(Re)start the watch server of `name` (pairing, arena) on free ports: it serves the Watch streams only.
+
+        The service itself must have been started (start_services): the watch server reads what it
+        commits. On this one host the watch server runs at WATCH_SERVER_NICENESS, so that the cores
+        it shares with the services serve their calls first.
+        """
+        if name not in WATCHED_SERVICES:
+            raise ValueError(f"{name} serves no Watch stream; watch servers: {', '.join(WATCHED_SERVICES)}")
+        server = self.watch_servers.get(name) or ServiceProcess(name, free_port(), free_port(), watch_only=True)
+        env = self.service_env(name)
+        env.update({"GRPC_PORT": str(server.grpc_port), "METRICS_PORT": str(server.metrics_port),
+                    "WATCH_ONLY": "true", "REPLICA_ID": server.label})
+        server.process = ManagedProcess(
+            server.label, [sys.executable, "-m", f"services.{name}.main"], self.log_dir / f"{server.label}.log",
+            env=env,
+        ).start()
+        set_niceness([server.process.pid], WATCH_SERVER_NICENESS)
+        self.watch_servers[name] = server
+        return server.process
+
     @property
     def lag_exporter_url(self) -> str:
         """The lag exporter's Prometheus endpoint ("" before it starts)."""
@@ -367,19 +404,19 @@ class SystemStack:
     def wait_serving(self, timeout: float = 60.0, names: Iterable[str] | None = None) -> float:
         """Block until every (named) service is ready (gRPC health of "readiness" SERVING); return the seconds taken."""
         started = time.monotonic()
-        pending = {(name, replica.replica) for name in (names or self.services) for replica in self.replicas_of(name)}
+        named = list(names or self.services)
+        pending = {service.label: service for name in named for service in
+                   [*self.replicas_of(name), *([self.watch_servers[name]] if name in self.watch_servers else [])]}
         while pending:
-            for name, replica in sorted(pending):
-                service = self.replicas_of(name)[replica - 1]
+            for label, service in sorted(pending.items()):
                 if service.process is not None and service.process.exited():
                     raise RuntimeError(
                         f"service {service.label} exited with {service.process.returncode()}; "
                         f"see {service.process.log_path}")
                 if _serving(service.grpc_address):
-                    pending.discard((name, replica))
+                    del pending[label]
             if pending and time.monotonic() - started > timeout:
-                waiting = sorted(replica_label(name, replica) for name, replica in pending)
-                raise TimeoutError(f"not SERVING after {timeout:.0f} s: {', '.join(waiting)}")
+                raise TimeoutError(f"not SERVING after {timeout:.0f} s: {', '.join(sorted(pending))}")
             if pending:
                 time.sleep(0.1)
         return time.monotonic() - started
@@ -387,6 +424,9 @@ class SystemStack:
     def stop(self) -> None:
         """Stop services (SIGINT, then SIGKILL after a grace), then infrastructure; a Ctrl-C meanwhile waits."""
         with signals_deferred(self.say):
+            for server in self.watch_servers.values():
+                if server.process is not None:
+                    server.process.stop()
             for name in reversed(SERVICE_NAMES):
                 for service in self.replicas_of(name) if name in self.services else ():
                     if service.process is not None:

@@ -209,6 +209,9 @@ class Supervisor:
         children += [Child(replica.label, partial(self._replica_process, replica),
                            partial(stack.start_service, name, replica.replica))
                      for name in stack.services for replica in stack.replicas_of(name)]
+        children += [Child(server.label, partial(self._replica_process, server),
+                           partial(stack.start_watch_server, name))
+                     for name, server in stack.watch_servers.items()]
         for child in children:
             process = child.current()
             if process is not None and process.popen is not None and not process.exited():

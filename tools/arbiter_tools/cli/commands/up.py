@@ -15,7 +15,7 @@ from arbiter.kit.eventloop import DEFAULT_EVENT_LOOP, interrupt_once, run_stoppa
 from arbiter.kit.events import PLAY_SITE_USER
 from arbiter_tools.devstack.processes import signals_deferred
 from arbiter_tools.devstack.replicas import ReplicaSpecError, parse_replicas, replicas_line, replicas_status
-from arbiter_tools.devstack.stack import SERVICE_NAMES, SystemStack
+from arbiter_tools.devstack.stack import SERVICE_NAMES, WATCHED_SERVICES, SystemStack
 from arbiter_tools.devstack.supervisor import Supervisor, clear_leftovers
 
 # The demo plays about an hour of competition time; at 40x it takes a minute or two of wall time.
@@ -41,6 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="replicas per service: N for every service, SERVICE=N for one (repeatable, or "
                              "comma-separated: --replicas 2 --replicas clock=3); topics get at least as many "
                              "partitions as the most replicas, and each service's callers dial every replica")
+    parser.add_argument("--watch-servers", action="store_true",
+                        help="also start a watch server of pairing and of arena (WATCH_ONLY): processes that serve "
+                             "the Watch streams, at a lower CPU priority, so that crowds of watchers take nothing "
+                             "from the calls; watchers dial the addresses printed for them")
     parser.add_argument("--exit-when-serving", action="store_true", help="stop once every service is SERVING")
     parser.add_argument("--demo", action="store_true", help="play the demo scenario with a live terminal view")
     parser.add_argument("--exit-when-done", action="store_true", help="with --demo: stop after the final tables")
@@ -75,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
         stack.start_infrastructure()
         stack.start_lag_exporter()
         stack.start_services()
+        if args.watch_servers:
+            for name in WATCHED_SERVICES:
+                stack.start_watch_server(name)
         supervisor.start()
         stack.wait_serving(timeout=60)
         elapsed = time.monotonic() - started
@@ -84,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
                                 for r in stack.replicas_of(name)]}
             for name, s in stack.services.items()
         }
+        for name, server in stack.watch_servers.items():
+            addresses[name]["watch"] = {"name": server.label, "grpc": server.grpc_address,
+                                        "metrics": server.metrics_url}
         summary = {
             "kafka": stack.kafka_bootstrap, "redis": stack.redis_url, "database": stack.database_url,
             "services": addresses, "lag_exporter": {"metrics": stack.lag_exporter_url},
@@ -98,9 +108,9 @@ def run(args: argparse.Namespace) -> int:
             if max(counts.values()) > 1:
                 say(replicas_line(counts, stack.kafka_partitions))
             for where in addresses.values():
-                for replica in where["replicas"]:
+                for replica in [*where["replicas"], *([where["watch"]] if "watch" in where else [])]:
                     say(f"{replica['name']:10} grpc {replica['grpc']}  metrics {replica['metrics']}")
-            processes = sum(counts.values())
+            processes = sum(counts.values()) + len(stack.watch_servers)
             say(f"all five services SERVING ({processes} processes) after {elapsed:.1f} s; logs in {stack.log_dir}; "
                 "Ctrl-C stops")
             # What `arbiter simulate` (or a script) needs to join this system from another shell.
