@@ -175,6 +175,11 @@ def _casual_request(game_id: str, white: str, black: str, time_source: TimeSourc
 
 # -- T-16 against T-19 through the clock service: the play site's presence decides which applies --
 
+# The absent side's clock: the present player's connection must reach the clock before it empties.
+# At the suite's 60x a minute was one real second, which a busy host (four test workers) once
+# missed, so that the present player was judged absent too (T-19 instead of T-16).
+ABSENCE_BASE_SECONDS = 300
+
 
 async def _absence_scenario(stack, prefix: str, variant: str = "international", fen: str = "",
                     absent_is_black: bool = False) -> dict[str, ev.GameFinished]:
@@ -194,7 +199,8 @@ async def _absence_scenario(stack, prefix: str, variant: str = "international", 
         games = {f"{prefix}one-absent": one, f"{prefix}both-absent": (absent + "x", other)}
         profiles.assigned[absent + "x"] = Behaviour.NEVER_SHOWS
         for game_id, (white, black) in games.items():
-            await _send(producer, _casual_request(game_id, white, black, time_source, variant=variant, fen=fen))
+            await _send(producer, _casual_request(game_id, white, black, time_source, variant=variant, fen=fen,
+                                                  base_seconds=ABSENCE_BASE_SECONDS))
         await eventually(lambda: len(results) == len(games), "every game's result", timeout=60)
     finally:
         await producer.stop()
