@@ -66,7 +66,7 @@ from arbiter_tools.chaos.faults import PrivatePostgres
 from arbiter_tools.devstack.infra import create_database, with_database, with_user
 from arbiter_tools.devstack.stack import SERVICE_NAMES, SystemStack
 from arbiter_tools.simulator.behaviour import Behaviour, Profiles
-from arbiter_tools.simulator.bench.host import host_cpu_ticks, host_load
+from arbiter_tools.simulator.bench.host import cpu_set, host_cpu_ticks, host_load, pin
 from arbiter_tools.simulator.bench.readings import wait_quiet, wait_settled, wait_until
 from arbiter_tools.simulator.bench.stages import Target, create_round_robins, firehose_events
 from arbiter_tools.simulator.playsite import PlaySite, PlaySiteConfig
@@ -736,17 +736,6 @@ def fan_out(stages: Iterable[Stage]) -> str:
 # -- putting it together ---------------------------------------------------------------------------
 
 
-def pin(processes: Iterable[psutil.Process], cpus: set[int]) -> int:
-    """Every thread of each process and of its children on `cpus` (`taskset -a -p`); threads pinned."""
-    pinned = 0
-    for process in processes:
-        for member in (process, *process.children(recursive=True)):
-            for thread in member.threads():
-                os.sched_setaffinity(thread.id, cpus)
-                pinned += 1
-    return pinned
-
-
 # Each stage: its name, the events its per-event figures divide by, the other events it also gives
 # figures per, and its driver.
 PLAN: tuple[tuple[str, str, tuple[str, ...], Callable[[Run, Stage, Window], Awaitable[None]] | None], ...] = (
@@ -820,7 +809,7 @@ def main() -> int:
             stack.wait_serving(timeout=180)
             probe = Probe(stack, server_url, postgres)
             if args.cpus:
-                cpus = {int(cpu) for cpu in args.cpus.split(",")}
+                cpus = cpu_set(args.cpus)
                 services = [psutil.Process(s.process.pid) for s in stack.services.values() if s.process is not None]
                 print(f"  pinned {pin(services, cpus)} threads of the five services to CPUs {sorted(cpus)}", flush=True)
             print(f"capacity bench, {started_at}, host {os.uname().nodename}, {os.cpu_count()} CPUs, services on "

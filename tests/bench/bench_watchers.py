@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import random
 import signal
@@ -47,9 +46,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import grpc
+import psutil
 
 from arbiter.contracts import arena_pb2 as ap
 from arbiter.contracts import arena_pb2_grpc, tournament_pb2_grpc
@@ -58,7 +57,7 @@ from arbiter.contracts import tournament_pb2 as tp
 from arbiter.kit.events import timestamp
 from arbiter_tools.devstack.processes import ManagedProcess, set_niceness
 from arbiter_tools.devstack.stack import SystemStack, scratch_stack
-from arbiter_tools.simulator.bench.host import process_cpu_seconds
+from arbiter_tools.simulator.bench.host import cpu_set, pin, process_cpu_seconds
 from arbiter_tools.simulator.bench.readings import scrape
 
 SERVICES = ("pairing", "arena")
@@ -342,22 +341,6 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
           "pass p50/p99 interpolated within the service's histogram buckets, the mean exact)")
 
 
-def cpu_list(text: str) -> set[int]:
-    """CPUs named as taskset does ("1", "0,2", "2-3"); empty: none named."""
-    cpus: set[int] = set()
-    for part in filter(None, text.split(",")):
-        first, _, last = part.partition("-")
-        cpus.update(range(int(first), int(last or first) + 1))
-    return cpus
-
-
-def pin_threads(pid: int, cpus: set[int]) -> None:
-    """Every thread of process `pid` on `cpus` (threads it starts later inherit their starter's)."""
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(ProcessLookupError):
-            os.sched_setaffinity(int(task.name), cpus)
-
-
 def measured_processes(stack: SystemStack) -> dict[str, ManagedProcess]:
     """The processes whose CPU is reported, by label: the services and their watch servers."""
     servers = [*(stack.services[service] for service in SERVICES), *stack.watch_servers.values()]
@@ -385,7 +368,7 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--hold":
         pairing, tournament_id, arena, arena_id, streams, mode, cpus = sys.argv[2:9]
         asyncio.run(hold_watchers(pairing, tournament_id, arena, arena_id, int(streams), mode == "read",
-                                  cpu_list(cpus)))
+                                  cpu_set(cpus)))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--watchers", type=int, default=1000, help="streams per competition (tournament, arena)")
@@ -419,9 +402,8 @@ def main() -> None:
                 stack.start_watch_server(service)
         stack.wait_serving(timeout=120, names=SERVICES)
         if args.watch_cpus:
-            for server in stack.watch_servers.values():
-                if server.process is not None:
-                    pin_threads(server.process.pid, cpu_list(args.watch_cpus))
+            pin([psutil.Process(server.process.pid) for server in stack.watch_servers.values()
+                 if server.process is not None], cpu_set(args.watch_cpus))
 
         asyncio.run(run(args, stack))
 

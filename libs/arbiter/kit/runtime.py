@@ -190,15 +190,10 @@ class ServiceRuntime:
             max_message_bytes=settings.grpc_max_request_bytes, auth_keys=infra.auth_keys, limiter=limiter,
             foreground=infra.foreground, streams_only=self.watch_only,
         )
-        topics = TopicKeeper(settings, infra.metrics)
-
-        async def broker_answers() -> bool:
-            return await infra.broker.ping(settings.readiness_timeout_seconds) and await topics.check()
-
         dependencies: dict[str, Check] = {
             "postgresql": lambda: _answers_query(infra.pool), "redis": infra.redis.ping}
         if producer is not None:
-            dependencies["kafka"] = broker_answers
+            dependencies["kafka"] = _broker_answers(infra, TopicKeeper(settings, infra.metrics))
         readiness = Readiness(
             dependencies, health_servicer, [service.full_name for service in self.grpc_services], infra.metrics,
             interval=settings.readiness_check_seconds, timeout=settings.readiness_timeout_seconds,
@@ -258,6 +253,16 @@ class ServiceRuntime:
             log.exception("background task failed; stopping the service")
             stop.set()
             raise
+
+
+def _broker_answers(infra: Infrastructure, topics: TopicKeeper) -> Check:
+    """The readiness check of Kafka: the broker answers and the service's topics are there."""
+    timeout = infra.settings.readiness_timeout_seconds
+
+    async def answers() -> bool:
+        return await infra.broker.ping(timeout) and await topics.check()
+
+    return answers
 
 
 async def _answers_query(pool: asyncpg.Pool) -> bool:

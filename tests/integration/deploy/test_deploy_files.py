@@ -1092,6 +1092,37 @@ def test_k8s_config_map_values_are_strings() -> None:
             assert isinstance(value, str), f"{config_map['metadata']['name']}.{key} must be a string"
 
 
+def pod_env(container: dict[str, Any], pod: str) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """A container's variables from its ConfigMaps and own values, and its Secret references by variable."""
+    config_maps = k8s_objects("ConfigMap")
+    env: dict[str, str] = {}
+    for source in container["envFrom"]:
+        env.update(config_maps[source["configMapRef"]["name"]]["data"])
+    secret_refs = {}
+    for variable in container["env"]:
+        if "value" in variable:
+            env[variable["name"]] = variable["value"]
+        elif "fieldRef" in variable["valueFrom"]:
+            # Each replica's name, told apart in pg_stat_activity and the arena's leases.
+            assert (variable["name"], variable["valueFrom"]["fieldRef"]) == (
+                "REPLICA_ID", {"fieldPath": "metadata.name"})
+            env["REPLICA_ID"] = f"{pod}-7d9f8-abcde"
+        else:
+            secret_refs[variable["name"]] = variable["valueFrom"]["secretKeyRef"]
+    return env, secret_refs
+
+
+def example_secrets() -> dict[str, dict[str, Any]]:
+    """secret.example.yaml's Secrets by name."""
+    return {doc["metadata"]["name"]: doc for doc in load_yaml_documents(K8S / "secret.example.yaml")}
+
+
+def secret_values(secret_refs: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """What each Secret reference reads from secret.example.yaml."""
+    secrets = example_secrets()
+    return {name: secrets[ref["name"]]["stringData"][ref["key"]] for name, ref in secret_refs.items()}
+
+
 @pytest.mark.parametrize("service", SERVICES)
 def test_k8s_deployment(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
     deployment = k8s_objects("Deployment")[service]
@@ -1118,29 +1149,15 @@ def test_k8s_deployment(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
     annotations = spec["template"]["metadata"].get("annotations", {})
     assert annotations.get("prometheus.io/port") == str(metrics_port)
 
-    config_maps = k8s_objects("ConfigMap")
-    env: dict[str, str] = {}
-    for source in container["envFrom"]:
-        env.update(config_maps[source["configMapRef"]["name"]]["data"])
-    secret_refs = {}
-    for variable in container["env"]:
-        if "value" in variable:
-            env[variable["name"]] = variable["value"]
-        elif "fieldRef" in variable["valueFrom"]:
-            # Each replica's name, told apart in pg_stat_activity and the arena's leases.
-            assert (variable["name"], variable["valueFrom"]["fieldRef"]) == (
-                "REPLICA_ID", {"fieldPath": "metadata.name"})
-            env["REPLICA_ID"] = f"{service}-7d9f8-abcde"
-        else:
-            secret_refs[variable["name"]] = variable["valueFrom"]["secretKeyRef"]
+    env, secret_refs = pod_env(container, service)
     assert "REPLICA_ID" in env, "every pod names itself"
     assert set(secret_refs) == SECRET_ENV, f"{sorted(SECRET_ENV)} (only) come from a Secret"
     assert not SECRET_ENV & set(env), "a credential is also set outside the Secret"
-    secrets = {doc["metadata"]["name"]: doc for doc in load_yaml_documents(K8S / "secret.example.yaml")}
+    secrets = example_secrets()
     for name, reference in secret_refs.items():
         assert not reference.get("optional", False), f"{name}: a missing Secret must stop the pod, not blank it"
         assert reference["key"] in secrets[reference["name"]]["stringData"], f"{name}: not in secret.example.yaml"
-        env[name] = secrets[reference["name"]]["stringData"][reference["key"]]
+    env.update(secret_values(secret_refs))
     settings = validate_env(service, env, monkeypatch)
     assert_authentication_on(f"k8s {service}", settings)
     assert_kafka_user(f"k8s {service}", service, settings)
@@ -1308,19 +1325,8 @@ def test_k8s_watch_server(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert {port["name"]: port["containerPort"] for port in container["ports"]} == {
         "grpc": grpc_port, "metrics": metrics_port}
     assert container["readinessProbe"]["grpc"] == {"port": grpc_port, "service": READINESS}
-    config_maps = k8s_objects("ConfigMap")
-    env: dict[str, str] = {}
-    for source in container["envFrom"]:
-        env.update(config_maps[source["configMapRef"]["name"]]["data"])
-    secrets = {doc["metadata"]["name"]: doc for doc in load_yaml_documents(K8S / "secret.example.yaml")}
-    for variable in container["env"]:
-        if "value" in variable:
-            env[variable["name"]] = variable["value"]
-        elif "fieldRef" in variable["valueFrom"]:
-            env[variable["name"]] = f"{name}-7d9f8-abcde"
-        else:
-            reference = variable["valueFrom"]["secretKeyRef"]
-            env[variable["name"]] = secrets[reference["name"]]["stringData"][reference["key"]]
+    env, secret_refs = pod_env(container, name)
+    env.update(secret_values(secret_refs))
     assert "KAFKA_SASL_USERNAME" not in env and "KAFKA_SASL_PASSWORD" not in env, "a watch server has no Kafka user"
     settings = validate_env(service, env, monkeypatch)
     assert settings.watch_only and not settings.speaks_kafka
@@ -1432,7 +1438,7 @@ def test_k8s_kafka_exporter_logs_in_as_its_own_user_on_the_services_broker() -> 
     assert flags["sasl.username"] == "kafka-exporter"
     assert flags["sasl.password"] == "$(KAFKA_EXPORTER_SASL_PASSWORD)"
     secret = env["KAFKA_EXPORTER_SASL_PASSWORD"]["secretKeyRef"]
-    secrets = {doc["metadata"]["name"]: doc for doc in load_yaml_documents(K8S / "secret.example.yaml")}
+    secrets = example_secrets()
     assert secret["key"] in secrets[secret["name"]]["stringData"] and not secret.get("optional", False)
     assert deployment["spec"]["replicas"] == 1, "a second replica would serve every series twice"
     (port,) = container["ports"]

@@ -69,8 +69,8 @@ SERVICE_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
 EMBEDDED_KAFKA_PARTITIONS = 1
 # The services that serve Watch streams, which a watch server (WATCH_ONLY) can take off their hands.
 WATCHED_SERVICES = ("pairing", "arena")
-# The niceness of a watch server started here: sending changes to crowds gives way to the calls when
-# both want the same cores (a deployment gives watch servers cores of their own: deploy/k8s).
+# Watch servers started here give way to the services' calls on the cores they share
+# (tests/bench/bench_watchers.py measures both).
 WATCH_SERVER_NICENESS = 10
 
 
@@ -328,11 +328,7 @@ class SystemStack:
     def start_service(self, name: str, replica: int = 1) -> ManagedProcess:
         """(Re)start one service process (its `replica`-th replica)."""
         service = self.replicas_of(name)[replica - 1]
-        service.process = ManagedProcess(
-            service.label, [sys.executable, "-m", f"services.{name}.main"], self.log_dir / f"{service.label}.log",
-            env=self.service_env(name, replica),
-        ).start()
-        return service.process
+        return self._launch(service, self.service_env(name, replica))
 
     def start_watch_server(self, name: str) -> ManagedProcess:
         """(Re)start the watch server of `name` (pairing, arena) on free ports: it serves the Watch streams only.
@@ -347,13 +343,18 @@ class SystemStack:
         env = self.service_env(name)
         env.update({"GRPC_PORT": str(server.grpc_port), "METRICS_PORT": str(server.metrics_port),
                     "WATCH_ONLY": "true", "REPLICA_ID": server.label})
-        server.process = ManagedProcess(
-            server.label, [sys.executable, "-m", f"services.{name}.main"], self.log_dir / f"{server.label}.log",
-            env=env,
-        ).start()
-        set_niceness([server.process.pid], WATCH_SERVER_NICENESS)
+        process = self._launch(server, env)
+        set_niceness([process.pid], WATCH_SERVER_NICENESS)
         self.watch_servers[name] = server
-        return server.process
+        return process
+
+    def _launch(self, service: ServiceProcess, env: dict[str, str]) -> ManagedProcess:
+        """Start the program of `service` (a replica or a watch server) with `env`, logging under its label."""
+        service.process = ManagedProcess(
+            service.label, [sys.executable, "-m", f"services.{service.name}.main"],
+            self.log_dir / f"{service.label}.log", env=env,
+        ).start()
+        return service.process
 
     @property
     def lag_exporter_url(self) -> str:

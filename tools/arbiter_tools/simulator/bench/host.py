@@ -13,9 +13,11 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import psutil
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from arbiter.kit.redisclient import connect_redis
@@ -80,6 +82,29 @@ def socket_round_trip_us(cpus: tuple[int, int], round_trips: int = 5_000) -> flo
         os.sched_setaffinity(0, allowed)
         mine.close()
         echo.wait(timeout=10)
+
+
+def cpu_set(text: str) -> set[int]:
+    """CPUs named as taskset does ("1", "0,2", "2-3"); empty text names none."""
+    cpus: set[int] = set()
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def pin(processes: Iterable[psutil.Process], cpus: set[int]) -> int:
+    """Every thread of each process and of its children on `cpus` (`taskset -a -p`); threads pinned.
+
+    Threads started later inherit the CPUs of the thread that starts them.
+    """
+    pinned = 0
+    for process in processes:
+        for member in (process, *process.children(recursive=True)):
+            for thread in member.threads():
+                os.sched_setaffinity(thread.id, cpus)
+                pinned += 1
+    return pinned
 
 
 class HostTicks(NamedTuple):
