@@ -164,6 +164,19 @@ def database_url(postgres_server_url: str) -> Iterator[str]:
         asyncio.run(drop_database(postgres_server_url, name))
 
 
+@pytest.fixture
+def own_database_url(postgres_server_url: str) -> Iterator[str]:
+    """A fresh database for one test, dropped after it: for a system that must not find the rows of earlier tests.
+
+    Every service scans its whole schema at start (the clock rebuilds each live game, pairing
+    looks at every running tournament), so on the session's database a system also resumes what
+    earlier tests left running, and a recovery test then waits behind their backlog.
+    """
+    name = f"arbiter_test_{uuid.uuid4().hex[:10]}"
+    yield asyncio.run(create_database(postgres_server_url, name))
+    asyncio.run(drop_database(postgres_server_url, name))
+
+
 @pytest.fixture(scope="session")
 def infra_env(kafka_bootstrap: str, redis_url: str, database_url: str) -> dict[str, str]:
     """The three infrastructure variables every service reads."""

@@ -32,7 +32,7 @@ from arbiter_tools.chaos import wait_caught_up
 from arbiter_tools.devstack.stack import SystemStack
 from arbiter_tools.devstack.supervisor import restart_broker
 from arbiter_tools.simulator.behaviour import Behaviour, Profiles
-from arbiter_tools.simulator.playsite import PlaySite, PlaySiteConfig
+from arbiter_tools.simulator.playsite import PlaySite, PlaySiteConfig, PlaySiteStats
 from arbiter_tools.simulator.scenario import Addresses, Population, Scenario, ScenarioRunner, TournamentPlan
 from tests.e2e.system_support import serving
 from tests.support.polling import eventually
@@ -43,9 +43,14 @@ TIME_SCALE = 60.0
 
 
 @pytest.fixture
-def own_broker_system(infra_env: dict[str, str], tmp_path) -> Iterator[SystemStack]:
-    """The five services on a tansu of their own (Redis and PostgreSQL of the session)."""
-    environ = {**os.environ, **infra_env}
+def own_broker_system(infra_env: dict[str, str], own_database_url: str, tmp_path) -> Iterator[SystemStack]:
+    """The five services on a tansu and a database of their own (the session's Redis).
+
+    A database of its own: on the session's, the services would resume what earlier tests left
+    running (live clocks to flag, rounds to pair), and `restart_broker` would publish all of that
+    again, ahead of this tournament's events on the topics' one partition.
+    """
+    environ = {**os.environ, **infra_env, "DATABASE_URL": own_database_url}
     environ.pop("KAFKA_BOOTSTRAP_SERVERS")
     with serving(SystemStack(tmp_path / "system", time_scale=TIME_SCALE, free_ports=True, environ=environ,
                              say=lambda _line: None, auth=True)) as stack:
@@ -54,9 +59,11 @@ def own_broker_system(infra_env: dict[str, str], tmp_path) -> Iterator[SystemSta
 
 def test_a_killed_memory_broker_is_restarted_republished_and_the_tournament_finishes(own_broker_system) -> None:
     stack = own_broker_system
-    runner, killed_after, republished = asyncio.run(_play_killing_the_broker(stack))
+    runner, killed_after, republished, site = asyncio.run(_play_killing_the_broker(stack))
     part = runner.part("rr5")
-    assert part.status == "finished", (part.status, runner.notes)
+    # Where it stood, and what the play site did, say which side stopped moving.
+    assert part.status == "finished", (part.status, part.round, f"{part.games_done}/{part.games_total} games",
+                                       runner.notes, _counts(site), republished)
     assert len([g for r in part.pairings for g in r.games if g.finished]) == 10
     assert killed_after >= 1
     # What pairing had published to the lost broker (the games it requested, at least) went out again.
@@ -64,9 +71,16 @@ def test_a_killed_memory_broker_is_restarted_republished_and_the_tournament_fini
     assert runner.wrongly_accepted == []
 
 
-async def _play_killing_the_broker(stack: SystemStack) -> tuple[ScenarioRunner, int, dict[str, Counter[str]]]:
-    """Play a round robin of 5, losing tansu once two results are in and read; the runner, the results then, and
-    the events republished."""
+def _counts(site: PlaySiteStats) -> dict[str, int]:
+    """The play site's counters (requested, started, finished, retries, losses, ...), without its timings."""
+    return {name: value for name, value in vars(site).items() if isinstance(value, int)}
+
+
+async def _play_killing_the_broker(
+    stack: SystemStack,
+) -> tuple[ScenarioRunner, int, dict[str, Counter[str]], PlaySiteStats]:
+    """Play a round robin of 5, losing tansu once two results are in and read; the runner, the results then,
+    the events republished and the play site's figures."""
     prefix = f"bl{datetime.now(UTC):%H%M%S}-"
     scenario = Scenario("e2e-broker-loss", tournaments=(TournamentPlan("rr5", "round robin of 5", 5),))
     time_source = TimeSource(stack.time_scale, datetime.fromisoformat(stack.time_origin))
@@ -95,4 +109,4 @@ async def _play_killing_the_broker(stack: SystemStack) -> tuple[ScenarioRunner, 
         await playing
     finally:
         await playsite.stop()
-    return runner, killed_after, republished
+    return runner, killed_after, republished, playsite.stats
