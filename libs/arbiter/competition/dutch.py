@@ -86,13 +86,20 @@ def round_players(tournament: TrfTournament, played_rounds: int | None = None) -
         number: tournament.players[number].entries[: played_rounds + 1] for number in tournament.players
     }
     history = {number: _padded(e[:played_rounds], played_rounds) for number, e in entries.items()}
-    scores = {number: sum(e.points(system) for e in h) for number, h in history.items()}
+    # Each player's score after each round (running[n][i]: the first i rounds): floats compare the
+    # scores two players had before an earlier round, for which every round is summed once.
+    running: dict[int, list[int]] = {}
+    for number, h in history.items():
+        total = 0
+        sums = [0]
+        for entry in h:
+            total += entry.points(system)
+            sums.append(total)
+        running[number] = sums
 
     def score_before(number: int, rounds_back: int) -> int:
         round_index = played_rounds - rounds_back
-        h = history[number]
-        score = scores[number] - sum(e.points(system) for e in h[round_index:])
-        return score + tournament.acceleration(number, round_index)
+        return running[number][round_index] + tournament.acceleration(number, round_index)
 
     rank = 0
     top_threshold = played_rounds * max(system.win, system.draw) // 2
@@ -104,13 +111,15 @@ def round_players(tournament: TrfTournament, played_rounds: int | None = None) -
         if not present and not any(e.paired for e in own):
             continue  # not in the tournament yet: no pairing number (C.04.2)
         h = history[number]
-        colours = "".join(e.colour for e in h if e.played)
+        played = [e for e in h if e.played]
+        colours = "".join(e.colour for e in played)
         preference, imbalance, repeated, strong = _colour_preference(colours)
-        pairing_score = scores[number] + tournament.acceleration(number, played_rounds)
+        score = running[number][-1]
+        pairing_score = score + tournament.acceleration(number, played_rounds)
         players[number] = DutchPlayer(
             number=number,
             rank=rank,
-            score=scores[number],
+            score=score,
             pairing_score=pairing_score,
             present=present,
             colours=colours,
@@ -122,12 +131,12 @@ def round_players(tournament: TrfTournament, played_rounds: int | None = None) -
             if played_rounds >= 1 else 0,
             float2=_float(h, number, 2, played_rounds, system.loss, tournament, score_before)
             if played_rounds >= 2 else 0,
-            played=sum(1 for e in h if e.played),
+            played=len(played),
             eligible_for_bye=not any(
-                not e.played and (e.points(system) >= system.win or e.is_pairing_bye) for e in h
+                not e.played and (e.is_pairing_bye or e.points(system) >= system.win) for e in h
             ),
             topscorer=last_round and pairing_score > top_threshold,
-            opponents=frozenset(e.opponent for e in h if e.played and e.opponent is not None),
+            opponents=frozenset(e.opponent for e in played if e.opponent is not None),
         )
         rank += 1
     return players

@@ -34,6 +34,7 @@ from arbiter.vocabulary import ResultKind
 
 __all__ = [
     "PLAYED_KINDS",
+    "PLAYED_TOKENS",
     "Leg",
     "NumberedEntrants",
     "PairingError",
@@ -74,6 +75,8 @@ _TOKENS: Final[dict[tuple[str, int], str]] = {
     (ResultKind.BOTH_ABSENT, 0): "-",
 }
 BYE_TOKEN: Final = "U"
+# The result characters of a game that was opened (TRF-16): it counts for colours (FIDE 1.6).
+PLAYED_TOKENS: Final = "1=0WDL"
 
 
 class PairingError(ValueError):
@@ -145,7 +148,7 @@ class Leg:
     @property
     def played(self) -> bool:
         """Was the game opened (it counts for colours)?"""
-        return self.token in "1=0WDL"
+        return self.token in PLAYED_TOKENS
 
 
 def colour_preference(colours: str) -> tuple[str | None, bool]:
@@ -297,12 +300,13 @@ def prepare(entrants: NumberedEntrants, history: Sequence[SwissRound], *, double
         raise PairingError(f"a Swiss round needs at least 2 entrants, got {len(numbers)}")
     known = set(numbers)
     legs_per_round = 2 if double else 1
+    leg_numbers = (1, 2) if double else (1,)
     legs: dict[int, list[Leg]] = {n: [] for n in numbers}
     unplayed: dict[frozenset[int], int] = {}
     played: set[frozenset[int]] = set()
 
     for round_number, items in enumerate(history, start=1):
-        entries: dict[int, list[tuple[int, int, Leg]]] = defaultdict(list)
+        entries: dict[int, list[tuple[int, int, Leg]]] = {}
         for order, item in enumerate(items):
             if item.round != round_number:
                 raise PairingError(
@@ -317,24 +321,33 @@ def prepare(entrants: NumberedEntrants, history: Sequence[SwissRound], *, double
                         f"round {round_number}: bye to {item.entrant} is worth {expected} points (T-8),"
                         f" not {item.points}"
                     )
-                for leg in range(1, legs_per_round + 1):
-                    entries[item.entrant].append((leg, order, Leg(None, "-", BYE_TOKEN, BYE_POINTS_PER_GAME)))
+                entries.setdefault(item.entrant, []).extend(
+                    (leg, order, Leg(None, "-", BYE_TOKEN, BYE_POINTS_PER_GAME)) for leg in leg_numbers)
                 continue
-            _check_game(item, known, double)
-            white_token = _TOKENS[(item.kind, item.white_points)]
-            black_token = _TOKENS[(item.kind, item.black_points)]
-            white_leg = Leg(item.black, WHITE, white_token, item.white_points)
-            black_leg = Leg(item.white, BLACK, black_token, item.black_points)
-            entries[item.white].append((item.leg, order, white_leg))
-            entries[item.black].append((item.leg, order, black_leg))
-            pair = frozenset((item.white, item.black))
-            if item.kind in PLAYED_KINDS:
-                played.add(pair)
+            white, black, kind, leg_number = item.white, item.black, item.kind, item.leg
+            white_points, black_points = item.white_points, item.black_points
+            if not (white in known and black in known and white != black and leg_number in leg_numbers
+                    and (white_points, black_points) in _SCORES.get(kind, ())):
+                _check_game(item, known, double)  # raises, naming what is wrong
+            white_leg = (leg_number, order, Leg(black, WHITE, _TOKENS[(kind, white_points)], white_points))
+            black_leg = (leg_number, order, Leg(white, BLACK, _TOKENS[(kind, black_points)], black_points))
+            if white in entries:
+                entries[white].append(white_leg)
             else:
-                unplayed.setdefault(pair, round_number)
+                entries[white] = [white_leg]
+            if black in entries:
+                entries[black].append(black_leg)
+            else:
+                entries[black] = [black_leg]
+            if kind in PLAYED_KINDS:
+                played.add(frozenset((white, black)))
+            else:
+                unplayed.setdefault(frozenset((white, black)), round_number)
 
         for number in numbers:
-            found = sorted(entries.get(number, []), key=lambda e: (e[0], e[1]))
+            found = entries.get(number, [])
+            if len(found) > 1:
+                found.sort(key=lambda e: (e[0], e[1]))
             if len(found) != legs_per_round:
                 what = "games or bye" if double else "game or bye"
                 raise PairingError(
@@ -348,7 +361,7 @@ def prepare(entrants: NumberedEntrants, history: Sequence[SwissRound], *, double
                     f" and {found[1][2].opponent};"
                     " both games of a double round are against the same opponent (T-12)"
                 )
-            legs[number].extend(entry[2] for entry in found)
+            legs[number].extend([entry[2] for entry in found] if double else (found[0][2],))
 
     return PreparedTournament(
         entrants=initial_order(entrants),

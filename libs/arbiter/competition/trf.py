@@ -32,7 +32,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from arbiter.competition.swiss_model import NumberedEntrants, PairingError, PreparedTournament, SwissRound, prepare
+from arbiter.competition.swiss_model import (
+    PLAYED_TOKENS,
+    NumberedEntrants,
+    PairingError,
+    PreparedTournament,
+    SwissRound,
+    prepare,
+)
 
 __all__ = [
     "PointSystem",
@@ -629,20 +636,17 @@ def prepared_model(prepared: PreparedTournament, *, rounds: int) -> TrfTournamen
     starts = prepared.start_numbers()
     players = {}
     for entrant_number, entrant in prepared.entrants:
-        entries = []
-        for leg in prepared.legs[entrant_number]:
-            opponent = None if leg.opponent is None else starts[leg.opponent]
-            played = leg.played
-            entries.append(
-                TrfEntry(
-                    opponent, leg.colour, _OUTCOME[leg.token], played, opponent is not None or leg.token == "U",
-                    leg.token,
-                )
+        entries = tuple(
+            TrfEntry(
+                None if leg.opponent is None else starts[leg.opponent], leg.colour, _OUTCOME[leg.token],
+                leg.token in PLAYED_TOKENS, leg.opponent is not None or leg.token == "U", leg.token,
             )
+            for leg in prepared.legs[entrant_number]
+        )
         number = starts[entrant_number]
         points = sum(leg.points for leg in prepared.legs[entrant_number]) * 10
         name = _clean(entrant.player)[:_NAME_WIDTH].strip()
-        players[number] = TrfPlayer(number, name, _rating_column(entrant.rating), points, tuple(entries))
+        players[number] = TrfPlayer(number, name, _rating_column(entrant.rating), points, entries)
     forbidden = tuple(
         ForbiddenGroup(pair, first, rounds) for pair, first in _forbidden_from(prepared, starts) if first <= rounds
     )
