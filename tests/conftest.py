@@ -153,15 +153,20 @@ def postgres_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
         embedded.stop()
 
 
-@pytest.fixture(scope="session")
-def database_url(postgres_server_url: str) -> Iterator[str]:
-    """A fresh database for this test session, dropped at its end unless ARBITER_KEEP_TEST_DATABASE=1."""
+def _fresh_database(server_url: str) -> Iterator[str]:
+    """A new database's URL, the database dropped afterwards unless ARBITER_KEEP_TEST_DATABASE=1."""
     # The machine's server outlives the session (CI runs on it again): a database left by every
     # run would pile up there.
     name = f"arbiter_test_{uuid.uuid4().hex[:10]}"
-    yield asyncio.run(create_database(postgres_server_url, name))
+    yield asyncio.run(create_database(server_url, name))
     if os.environ.get("ARBITER_KEEP_TEST_DATABASE") != "1":
-        asyncio.run(drop_database(postgres_server_url, name))
+        asyncio.run(drop_database(server_url, name))
+
+
+@pytest.fixture(scope="session")
+def database_url(postgres_server_url: str) -> Iterator[str]:
+    """A fresh database for this test session, dropped at its end unless ARBITER_KEEP_TEST_DATABASE=1."""
+    yield from _fresh_database(postgres_server_url)
 
 
 @pytest.fixture
@@ -172,9 +177,7 @@ def own_database_url(postgres_server_url: str) -> Iterator[str]:
     looks at every running tournament), so on the session's database a system also resumes what
     earlier tests left running, and a recovery test then waits behind their backlog.
     """
-    name = f"arbiter_test_{uuid.uuid4().hex[:10]}"
-    yield asyncio.run(create_database(postgres_server_url, name))
-    asyncio.run(drop_database(postgres_server_url, name))
+    yield from _fresh_database(postgres_server_url)
 
 
 @pytest.fixture(scope="session")

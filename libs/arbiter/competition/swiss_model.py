@@ -324,11 +324,9 @@ def prepare(entrants: NumberedEntrants, history: Sequence[SwissRound], *, double
                 entries.setdefault(item.entrant, []).extend(
                     (leg, order, Leg(None, "-", BYE_TOKEN, BYE_POINTS_PER_GAME)) for leg in leg_numbers)
                 continue
+            _check_game(item, known, leg_numbers)
             white, black, kind, leg_number = item.white, item.black, item.kind, item.leg
             white_points, black_points = item.white_points, item.black_points
-            if not (white in known and black in known and white != black and leg_number in leg_numbers
-                    and (white_points, black_points) in _SCORES.get(kind, ())):
-                _check_game(item, known, double)  # raises, naming what is wrong
             white_leg = (leg_number, order, Leg(black, WHITE, _TOKENS[(kind, white_points)], white_points))
             black_leg = (leg_number, order, Leg(white, BLACK, _TOKENS[(kind, black_points)], black_points))
             if white in entries:
@@ -372,20 +370,25 @@ def prepare(entrants: NumberedEntrants, history: Sequence[SwissRound], *, double
     )
 
 
-def _check_game(game: PlayedGame[int], known: set[int], double: bool) -> None:
+def _check_game(game: PlayedGame[int], known: set[int], leg_numbers: tuple[int, ...]) -> None:
     """Raise PairingError when a past game cannot come from our rules."""
-    where = f"round {game.round}: game {game.white}-{game.black}"
     for number in (game.white, game.black):
         if number not in known:
-            raise PairingError(f"{where}: {number} is not an entrant")
+            raise PairingError(f"{_game_named(game)}: {number} is not an entrant")
     if game.white == game.black:
-        raise PairingError(f"{where}: a player cannot meet themself")
+        raise PairingError(f"{_game_named(game)}: a player cannot meet themself")
     if game.kind not in _SCORES:
-        raise PairingError(f"{where}: unknown kind {game.kind!r}; expected one of {sorted(_SCORES)}")
+        raise PairingError(f"{_game_named(game)}: unknown kind {game.kind!r}; expected one of {sorted(_SCORES)}")
     if (game.white_points, game.black_points) not in _SCORES[game.kind]:
         raise PairingError(
-            f"{where}: {game.white_points}-{game.black_points} is not a possible score for {game.kind}"
+            f"{_game_named(game)}: {game.white_points}-{game.black_points} is not a possible score for {game.kind}"
             " (T-7, T-15..T-19)"
         )
-    if game.leg not in ((1, 2) if double else (1,)):
-        raise PairingError(f"{where}: leg {game.leg} in a {'double' if double else 'single'} round (T-12)")
+    if game.leg not in leg_numbers:
+        kind = "double" if len(leg_numbers) == 2 else "single"
+        raise PairingError(f"{_game_named(game)}: leg {game.leg} in a {kind} round (T-12)")
+
+
+def _game_named(game: PlayedGame[int]) -> str:
+    """Where an error about a past game is: its round and players (written only for an error, never per game)."""
+    return f"round {game.round}: game {game.white}-{game.black}"

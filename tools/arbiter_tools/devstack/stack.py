@@ -264,6 +264,11 @@ class SystemStack:
         """Every replica of the service `name`, the first first."""
         return self.replicas.get(name) or [self.services[name]]
 
+    def processes_of(self, name: str) -> list[ServiceProcess]:
+        """Every process of the service `name`: its replicas, then its watch server when one was started."""
+        server = self.watch_servers.get(name)
+        return [*self.replicas_of(name), *([server] if server is not None else [])]
+
     def grpc_target(self, name: str) -> str:
         """What the service's callers dial: every replica's address, balanced and failed over by the channel."""
         return grpc_target([replica.grpc_address for replica in self.replicas_of(name)])
@@ -405,9 +410,7 @@ class SystemStack:
     def wait_serving(self, timeout: float = 60.0, names: Iterable[str] | None = None) -> float:
         """Block until every (named) service is ready (gRPC health of "readiness" SERVING); return the seconds taken."""
         started = time.monotonic()
-        named = list(names or self.services)
-        pending = {service.label: service for name in named for service in
-                   [*self.replicas_of(name), *([self.watch_servers[name]] if name in self.watch_servers else [])]}
+        pending = {service.label: service for name in (names or self.services) for service in self.processes_of(name)}
         while pending:
             for label, service in sorted(pending.items()):
                 if service.process is not None and service.process.exited():

@@ -15,7 +15,7 @@ from arbiter.kit.eventloop import DEFAULT_EVENT_LOOP, interrupt_once, run_stoppa
 from arbiter.kit.events import PLAY_SITE_USER
 from arbiter_tools.devstack.processes import signals_deferred
 from arbiter_tools.devstack.replicas import ReplicaSpecError, parse_replicas, replicas_line, replicas_status
-from arbiter_tools.devstack.stack import SERVICE_NAMES, WATCHED_SERVICES, SystemStack
+from arbiter_tools.devstack.stack import SERVICE_NAMES, WATCHED_SERVICES, ServiceProcess, SystemStack
 from arbiter_tools.devstack.supervisor import Supervisor, clear_leftovers
 
 # The demo plays about an hour of competition time; at 40x it takes a minute or two of wall time.
@@ -87,13 +87,11 @@ def run(args: argparse.Namespace) -> int:
         elapsed = time.monotonic() - started
         addresses: dict[str, dict[str, Any]] = {
             name: {"grpc": stack.grpc_target(name), "metrics": s.metrics_url,
-                   "replicas": [{"name": r.label, "grpc": r.grpc_address, "metrics": r.metrics_url}
-                                for r in stack.replicas_of(name)]}
+                   "replicas": [_addresses(r) for r in stack.replicas_of(name)]}
             for name, s in stack.services.items()
         }
         for name, server in stack.watch_servers.items():
-            addresses[name]["watch"] = {"name": server.label, "grpc": server.grpc_address,
-                                        "metrics": server.metrics_url}
+            addresses[name]["watch"] = _addresses(server)
         summary = {
             "kafka": stack.kafka_bootstrap, "redis": stack.redis_url, "database": stack.database_url,
             "services": addresses, "lag_exporter": {"metrics": stack.lag_exporter_url},
@@ -107,10 +105,10 @@ def run(args: argparse.Namespace) -> int:
             say(f"{'lag':10} metrics {stack.lag_exporter_url} (consumer lag seen from the broker)")
             if max(counts.values()) > 1:
                 say(replicas_line(counts, stack.kafka_partitions))
-            for where in addresses.values():
-                for replica in [*where["replicas"], *([where["watch"]] if "watch" in where else [])]:
-                    say(f"{replica['name']:10} grpc {replica['grpc']}  metrics {replica['metrics']}")
-            processes = sum(counts.values()) + len(stack.watch_servers)
+            for name in stack.services:
+                for process in stack.processes_of(name):
+                    say(f"{process.label:10} grpc {process.grpc_address}  metrics {process.metrics_url}")
+            processes = sum(len(stack.processes_of(name)) for name in stack.services)
             say(f"all five services SERVING ({processes} processes) after {elapsed:.1f} s; logs in {stack.log_dir}; "
                 "Ctrl-C stops")
             # What `arbiter simulate` (or a script) needs to join this system from another shell.
@@ -195,3 +193,8 @@ def _base36(number: int) -> str:
         text = digits[rest] + text
         if not number:
             return text
+
+
+def _addresses(process: ServiceProcess) -> dict[str, str]:
+    """A replica's or a watch server's name and addresses, as --json gives them."""
+    return {"name": process.label, "grpc": process.grpc_address, "metrics": process.metrics_url}
